@@ -1,0 +1,21 @@
+"""keras_slim: TF-Slim's training machinery on Keras 3.
+
+Gradient policies (multipliers, freezing, clipping, NaN checks) applied
+after the cross-replica sum, in a `keras.Model` train step.
+"""
+
+from keras_slim import gradients
+from keras_slim.errors import NanLossDuringTrainingError
+from keras_slim.model import SlimModel
+from keras_slim.model import wrap
+from keras_slim.policy import GradientPolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GradientPolicy",
+    "NanLossDuringTrainingError",
+    "SlimModel",
+    "gradients",
+    "wrap",
+]

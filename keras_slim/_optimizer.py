@@ -1,0 +1,150 @@
+"""Applying already-summed gradients through a Keras 3 optimizer.
+
+Keras 3's TensorFlow optimizer sums gradients across replicas inside
+`apply()` (`TFOptimizer._all_reduce_sum_gradients`) and has no flag to skip
+it. `SlimModel` sums once itself, runs the gradient policy on the sum, and
+then applies through the optimizer with that all-reduce switched off. The
+switch is an instance attribute consulted only while `presummed()` is
+active, so the optimizer behaves as usual everywhere else.
+
+A step whose loss is not finite is skipped as Keras's own
+`LossScaleOptimizer._tf_apply` skips one: a `cond` in cross-replica context
+(`merge_call`), because a `cond` in replica context cannot hold the
+`merge_call` that `apply()` makes under `MirroredStrategy`.
+
+Private Keras internals used here (pinned by `keras==3.15.*`, checked by
+tests/test_keras_internals.py): `TFOptimizer._all_reduce_sum_gradients`,
+`LossScaleOptimizer.inner_optimizer` / `dynamic_scale`.
+"""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+
+_DEPTH = "_keras_slim_presummed_depth"
+_LOCK = threading.Lock()
+
+
+def _inner(optimizer):
+    """Returns the optimizer that runs `_all_reduce_sum_gradients`."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def install(optimizer):
+    """Lets `presummed()` switch off `optimizer`'s cross-replica sum.
+
+    Idempotent; outside `presummed()` the optimizer sums as before.
+
+    Args:
+        optimizer: A Keras 3 optimizer (TensorFlow backend), possibly a
+            `LossScaleOptimizer`.
+    """
+    inner = _inner(optimizer)
+    if "_all_reduce_sum_gradients" in vars(inner):
+        return
+    original = type(inner)._all_reduce_sum_gradients
+
+    def _all_reduce_sum_gradients(grads_and_vars):
+        if vars(inner).get(_DEPTH, 0) > 0:
+            return list(grads_and_vars)
+        return original(inner, grads_and_vars)
+
+    # Bypass trackable __setattr__: this is no state to checkpoint.
+    vars(inner)["_all_reduce_sum_gradients"] = _all_reduce_sum_gradients
+
+
+@contextlib.contextmanager
+def presummed(optimizer):
+    """Context in which `optimizer.apply` does not sum across replicas.
+
+    A counter, not a flag: under `MirroredStrategy` each replica thread
+    enters the context while tracing the same step.
+    """
+    inner = _inner(optimizer)
+    with _LOCK:
+        vars(inner)[_DEPTH] = vars(inner).get(_DEPTH, 0) + 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            vars(inner)[_DEPTH] -= 1
+
+
+def loss_scale(optimizer):
+    """Returns the factor the gradients still carry when `apply` is called.
+
+    Args:
+        optimizer: A Keras 3 optimizer.
+
+    Returns:
+        `dynamic_scale` for a `LossScaleOptimizer`, `loss_scale_factor` when
+        set, else `None`.
+    """
+    if hasattr(optimizer, "inner_optimizer"):
+        return optimizer.dynamic_scale
+    return getattr(optimizer, "loss_scale_factor", None)
+
+
+def sum_across_replicas(grads, loss=None):
+    """Sums per-replica gradients (and the loss) in one all-reduce.
+
+    Args:
+        grads: List of gradients; `None` entries are kept.
+        loss: Optional scalar per-replica loss, already divided by the
+            number of replicas as Keras's `compute_loss` does.
+
+    Returns:
+        `(grads, loss)` summed across replicas; unchanged with one replica.
+    """
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return list(grads), loss
+    present = [g for g in grads if g is not None]
+    values = present + ([loss] if loss is not None else [])
+    reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
+    summed_loss = reduced.pop() if loss is not None else None
+    reduced = iter(reduced)
+    return [None if g is None else next(reduced) for g in grads], summed_loss
+
+
+def apply_gradients(optimizer, grads, variables, finite=None):
+    """Applies summed gradients; when `finite` is given, only if it is True.
+
+    Must be called in replica context (inside `train_step`).
+
+    Args:
+        optimizer: The model's Keras optimizer.
+        grads: Gradients already summed across replicas.
+        variables: The variables to update, one per gradient.
+        finite: `None` to always apply, or a scalar boolean tensor with the
+            same value on every replica.
+    """
+    variables = list(variables)
+
+    def apply(grads):
+        with presummed(optimizer):
+            optimizer.apply(list(grads), variables)
+
+    if finite is None:
+        apply(grads)
+        return
+    if tf.__internal__.distribute.strategy_supports_no_merge_call():
+        tf.cond(finite, lambda: apply(grads), lambda: None)
+        return
+
+    def gated(distribution, finite, grads):
+        # Every replica holds the same value: the loss was all-reduced.
+        finite = distribution.experimental_local_results(finite)[0]
+        tf.cond(
+            finite,
+            lambda: distribution.extended.call_for_each_replica(
+                apply, args=(grads,)
+            ),
+            lambda: None,
+        )
+
+    with presummed(optimizer):
+        tf.distribute.get_replica_context().merge_call(
+            gated, args=(finite, grads)
+        )

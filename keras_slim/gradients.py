@@ -1,0 +1,237 @@
+"""TF-Slim's gradient functions on lists of `(gradient, variable)` pairs.
+
+These are the building blocks of `slim.learning.create_train_op` and of
+object_detection's `variables_helper`, rewritten for TensorFlow 2 and Keras 3.
+Each function is pure: it takes a list of `(gradient, variable)` pairs and
+returns a new list, and works for `keras.Variable`s and `tf.Variable`s alike.
+`IndexedSlices` gradients (from embeddings) stay sparse.
+
+A variable is named by its *path*: `variable.path` for a Keras variable
+(`"dense/kernel"`), the op name for a `tf.Variable` (`"dense/kernel"` for
+`"dense/kernel:0"`). Keras variables are unhashable, so maps are keyed by
+path strings.
+"""
+
+import re
+
+import tensorflow as tf
+
+__all__ = [
+    "clip_by_global_norm",
+    "clip_gradient_norms",
+    "freeze_gradients_matching_regex",
+    "multiply_gradients",
+    "multiply_gradients_matching_regex",
+    "variable_path",
+]
+
+
+def variable_path(variable):
+    """Returns the path that names `variable` in keras_slim's patterns.
+
+    Args:
+        variable: A `keras.Variable` or a `tf.Variable`.
+
+    Returns:
+        `variable.path` for a Keras variable; for a `tf.Variable`, its name
+        without the `:0` output suffix (TF-Slim's `var.op.name`).
+
+    Example:
+    ```python
+    layer = keras.layers.Dense(2, name="fc1")
+    layer.build((None, 3))
+    variable_path(layer.kernel)  # "fc1/kernel"
+    ```
+    """
+    path = getattr(variable, "path", None)
+    if isinstance(path, str):
+        return path
+    name = variable.name
+    return name[:-2] if name.endswith(":0") else name
+
+
+def _scale(grad, multiplier):
+    if isinstance(grad, tf.IndexedSlices):
+        values = grad.values * tf.cast(multiplier, grad.values.dtype)
+        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
+    return grad * tf.cast(multiplier, grad.dtype)
+
+
+def clip_gradient_norms(grads_and_vars, max_norm):
+    """Clips each gradient to a maximum L2 norm (TF-Slim's function).
+
+    For an `IndexedSlices` gradient the norm is that of its values, as in
+    TF-Slim and `tf.clip_by_norm`; the result keeps the same indices.
+
+    Args:
+        grads_and_vars: List of `(gradient, variable)` pairs. `None` gradients
+            pass through unchanged.
+        max_norm: Positive float or scalar tensor, the largest norm allowed.
+
+    Returns:
+        A new list of `(gradient, variable)` pairs.
+
+    Example:
+    ```python
+    clipped = clip_gradient_norms([(tf.constant([3.0, 4.0]), v)], 1.0)
+    # the gradient becomes [0.6, 0.8]
+    ```
+    """
+    clipped = []
+    for grad, var in grads_and_vars:
+        if isinstance(grad, tf.IndexedSlices):
+            values = tf.clip_by_norm(grad.values, max_norm)
+            grad = tf.IndexedSlices(values, grad.indices, grad.dense_shape)
+        elif grad is not None:
+            grad = tf.clip_by_norm(grad, max_norm)
+        clipped.append((grad, var))
+    return clipped
+
+
+def clip_by_global_norm(grads_and_vars, clip_norm):
+    """Scales all gradients so that their global L2 norm is at most `clip_norm`.
+
+    The global norm is `sqrt(sum(norm(g) ** 2))` over every non-`None`
+    gradient (`tf.clip_by_global_norm`); `IndexedSlices` stay sparse.
+
+    Args:
+        grads_and_vars: List of `(gradient, variable)` pairs.
+        clip_norm: Positive float or scalar tensor.
+
+    Returns:
+        A new list of `(gradient, variable)` pairs.
+
+    Example:
+    ```python
+    pairs = clip_by_global_norm([(tf.constant([3.0]), a),
+                                 (tf.constant([4.0]), b)], 1.0)
+    # gradients become [0.6] and [0.8]: the global norm was 5
+    ```
+    """
+    grads = [grad for grad, _ in grads_and_vars]
+    if not any(grad is not None for grad in grads):
+        return list(grads_and_vars)
+    clipped, _ = tf.clip_by_global_norm(grads, clip_norm)
+    return [(g, var) for g, (_, var) in zip(clipped, grads_and_vars)]
+
+
+def _lookup(gradient_multipliers, var):
+    path = variable_path(var)
+    if path in gradient_multipliers:
+        return True, gradient_multipliers[path]
+    if isinstance(var, tf.Variable):
+        ref = var.ref()
+        if ref in gradient_multipliers:
+            return True, gradient_multipliers[ref]
+    return False, None
+
+
+def multiply_gradients(grads_and_vars, gradient_multipliers):
+    """Multiplies the gradients of chosen variables (TF-Slim's function).
+
+    Args:
+        grads_and_vars: List of `(gradient, variable)` pairs.
+        gradient_multipliers: Non-empty dict mapping a variable path (a
+            `tf.Variable` may also be keyed by `variable.ref()`) to a float or
+            a scalar tensor.
+
+    Returns:
+        A new list of `(gradient, variable)` pairs; the gradients of
+        variables without a multiplier are unchanged.
+
+    Raises:
+        ValueError: as TF-Slim does: `grads_and_vars` is not a list,
+            `gradient_multipliers` is empty or not a dict, or a multiplier is
+            given for a variable whose gradient is `None`.
+
+    Example:
+    ```python
+    pairs = multiply_gradients(pairs, {"fc1/kernel": 0.1, "fc2/bias": 2.0})
+    ```
+    """
+    if not isinstance(grads_and_vars, list):
+        raise ValueError(
+            "`grads_and_vars` must be a list. "
+            f"Received: {type(grads_and_vars).__name__}"
+        )
+    if not gradient_multipliers:
+        raise ValueError("`gradient_multipliers` is empty.")
+    if not isinstance(gradient_multipliers, dict):
+        raise ValueError(
+            "`gradient_multipliers` must be a dict. "
+            f"Received: {type(gradient_multipliers).__name__}"
+        )
+    multiplied = []
+    for grad, var in grads_and_vars:
+        found, multiplier = _lookup(gradient_multipliers, var)
+        if found:
+            if grad is None:
+                raise ValueError(
+                    "Requested multiple of `None` gradient for variable "
+                    f"'{variable_path(var)}'."
+                )
+            grad = _scale(grad, multiplier)
+        multiplied.append((grad, var))
+    return multiplied
+
+
+def _matching(grads_and_vars, regex_list):
+    patterns = [re.compile(p) for p in regex_list if p]
+    return [
+        any(p.match(variable_path(var)) for p in patterns)
+        for _, var in grads_and_vars
+    ]
+
+
+def multiply_gradients_matching_regex(grads_and_vars, regex_list, multiplier):
+    """Multiplies the gradients of variables whose path matches a regex.
+
+    object_detection's `variables_helper` function: a pattern matches with
+    `re.match` against the variable path.
+
+    Args:
+        grads_and_vars: List of `(gradient, variable)` pairs.
+        regex_list: List of patterns.
+        multiplier: Float, the multiplier for every matching variable.
+
+    Returns:
+        A new list of `(gradient, variable)` pairs.
+
+    Raises:
+        ValueError: when no variable matches (TF-Slim's "`gradient_multipliers`
+            is empty"), or a matching variable has a `None` gradient.
+
+    Example:
+    ```python
+    pairs = multiply_gradients_matching_regex(pairs, [r".*/bias"], 2.0)
+    ```
+    """
+    matches = _matching(grads_and_vars, regex_list)
+    multipliers = {
+        variable_path(var): float(multiplier)
+        for (_, var), hit in zip(grads_and_vars, matches)
+        if hit
+    }
+    return multiply_gradients(list(grads_and_vars), multipliers)
+
+
+def freeze_gradients_matching_regex(grads_and_vars, regex_list):
+    """Drops the pairs whose variable path matches a regex.
+
+    object_detection's `variables_helper` function: the matching variables
+    get no update at all, because the optimizer never sees them.
+
+    Args:
+        grads_and_vars: List of `(gradient, variable)` pairs.
+        regex_list: List of patterns (`re.match` on the variable path).
+
+    Returns:
+        The pairs whose variable matches none of the patterns.
+
+    Example:
+    ```python
+    pairs = freeze_gradients_matching_regex(pairs, [r"conv\\d/.*"])
+    ```
+    """
+    matches = _matching(grads_and_vars, regex_list)
+    return [pair for pair, hit in zip(grads_and_vars, matches) if not hit]

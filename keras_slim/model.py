@@ -1,0 +1,273 @@
+"""`SlimModel`: a `keras.Model` whose train step applies a `GradientPolicy`.
+
+The train step reads like Keras's own (`keras/src/backend/tensorflow/
+trainer.py`): forward, loss, `scale_loss`, gradient, then the TF-Slim part:
+sum across replicas once, run the policy on the sum, apply (skipping a step
+whose loss is not finite). Losses and metrics are reported through the same
+trackers as the built-in step, so `history` matches a plain `keras.Model`.
+
+Private Keras internals used here (pinned by `keras==3.15.*`, checked by
+tests/test_keras_internals.py): `Trainer._compute_loss`,
+`Trainer._loss_tracker`, `Layer._call_has_training_arg`,
+`Trainer._resolve_auto_jit_compile`, `keras.src.losses.loss.
+unscale_loss_for_distribution`.
+"""
+
+import functools
+import re
+
+import keras
+import tensorflow as tf
+from keras.src.losses.loss import unscale_loss_for_distribution
+
+from keras_slim import _optimizer
+from keras_slim.errors import NanLossDuringTrainingError
+from keras_slim.policy import GradientPolicy
+
+__all__ = ["SlimModel", "wrap"]
+
+_NONFINITE = "keras_slim: LossTensor is inf or nan"
+_NONFINITE_RE = re.compile(
+    re.escape(_NONFINITE) + r"\]\s*\[(-?\d+)\]\s*\[([^\]]*)\]"
+)
+
+
+def _nonfinite_error(error):
+    """Returns the `NanLossDuringTrainingError` an assertion stands for."""
+    match = _NONFINITE_RE.search(str(error))
+    if match is None:
+        return None
+    return NanLossDuringTrainingError(int(match.group(1)), match.group(2))
+
+
+def _translate_nonfinite(function):
+    """Wraps a train function so the in-graph NaN check raises our error."""
+
+    @functools.wraps(function)
+    def wrapped(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except tf.errors.InvalidArgumentError as e:
+            error = _nonfinite_error(e)
+            if error is None:
+                raise
+            raise error from None
+
+    return wrapped
+
+
+def _batch_size(x):
+    first = next(t for t in tf.nest.flatten(x) if t is not None)
+    return tf.shape(first)[0]
+
+
+@keras.saving.register_keras_serializable(package="keras_slim")
+class SlimModel(keras.Model):
+    """A `keras.Model` whose `train_step` applies a `GradientPolicy`.
+
+    The policy acts on gradients already summed across replicas, so `N`
+    clones under `MirroredStrategy` train exactly like one device on the
+    same global batch (Keras 3's own `clipnorm` clips each replica's
+    gradient before the sum). Use it functionally, by subclassing, or turn
+    an existing model into one with `keras_slim.wrap`.
+
+    Args:
+        inputs: Functional use: the model's inputs.
+        outputs: Functional use: the model's outputs.
+        name: The model's name.
+        gradient_policy: A `keras_slim.GradientPolicy`; `None` means the
+            default policy (no multipliers, freezing or clipping; a
+            non-finite loss skips the step and raises
+            `keras_slim.NanLossDuringTrainingError`).
+        **kwargs: Passed to `keras.Model`.
+
+    Raises:
+        TypeError: if `gradient_policy` is not a `GradientPolicy` or `None`.
+
+    Example:
+    ```python
+    inputs = keras.Input((32,))
+    hidden = keras.layers.Dense(64, activation="relu", name="fc1")(inputs)
+    outputs = keras.layers.Dense(10, name="logits")(hidden)
+    model = keras_slim.SlimModel(
+        inputs, outputs,
+        gradient_policy=keras_slim.GradientPolicy(
+            multipliers={"logits/.*": 10.0}, clip_norm=1.0),
+    )
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    model.fit(x, y)
+    ```
+    """
+
+    def __init__(
+        self, inputs=None, outputs=None, name=None, *, gradient_policy=None,
+        **kwargs,
+    ):
+        if inputs is None and outputs is None:
+            super().__init__(name=name, **kwargs)
+        else:
+            super().__init__(inputs, outputs, name=name, **kwargs)
+        self.gradient_policy = gradient_policy
+        self._keras_slim_plan = None
+        self._raise_on_nonfinite = True
+
+    @property
+    def gradient_policy(self):
+        """The `GradientPolicy` the train step applies."""
+        return self._gradient_policy
+
+    @gradient_policy.setter
+    def gradient_policy(self, policy):
+        if policy is None:
+            policy = GradientPolicy()
+        if not isinstance(policy, GradientPolicy):
+            raise TypeError(
+                "Invalid value for argument `gradient_policy`. Received: "
+                f"gradient_policy={policy!r}. Expected a "
+                "keras_slim.GradientPolicy or None."
+            )
+        self._gradient_policy = policy
+        # The next fit() resolves the new policy in a new train function.
+        self.train_function = None
+
+    def _resolve_auto_jit_compile(self):
+        # XLA drops tf.debugging.Assert, which stops training on a NaN loss.
+        if self.gradient_policy.check_numerics:
+            return False
+        return super()._resolve_auto_jit_compile()
+
+    def make_train_function(self, force=False):
+        """Resolves the policy, then builds Keras's train function."""
+        if self.train_function is not None and not force:
+            return self.train_function
+        plan = self.gradient_policy.resolve(self)
+        if plan.check_numerics and self.jit_compile:
+            raise ValueError(
+                "`jit_compile=True` cannot be used with a gradient policy "
+                "whose `check_numerics=True`: XLA drops the check that stops "
+                "training on a NaN loss. Compile with `jit_compile=False`, or "
+                "set `GradientPolicy(check_numerics=False)`."
+            )
+        self._keras_slim_plan = plan
+        _optimizer.install(self.optimizer)
+        super().make_train_function(force=True)
+        self.train_function = _translate_nonfinite(self.train_function)
+        return self.train_function
+
+    def train_step(self, data):
+        """One step: forward, loss, gradients, sum, policy, apply, metrics.
+
+        Args:
+            data: A batch, `(x, y, sample_weight)` in Keras's convention.
+
+        Returns:
+            The dict of metric results, as `keras.Model.train_step` returns.
+        """
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        plan = self._keras_slim_plan or self.gradient_policy.resolve(self)
+        with tf.GradientTape() as tape:
+            if self._call_has_training_arg:
+                y_pred = self(x, training=True)
+            else:
+                y_pred = self(x)
+            loss = self._compute_loss(
+                x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                training=True,
+            )
+            self._loss_tracker.update_state(
+                unscale_loss_for_distribution(loss),
+                sample_weight=_batch_size(x),
+            )
+            scaled_loss = self.optimizer.scale_loss(loss)
+        grads = tape.gradient(scaled_loss, list(plan.variables))
+        grads, total_loss = _optimizer.sum_across_replicas(
+            grads, loss if plan.check_numerics else None
+        )
+        grads = plan.apply(grads, scale=_optimizer.loss_scale(self.optimizer))
+        if plan.check_numerics:
+            step = self.optimizer.iterations + 1
+            finite = tf.math.is_finite(total_loss)
+            _optimizer.apply_gradients(
+                self.optimizer, grads, plan.variables, finite
+            )
+            if self._raise_on_nonfinite:
+                tf.debugging.Assert(
+                    finite, [_NONFINITE, step, total_loss],
+                    name="check_loss_is_finite",
+                )
+        else:
+            _optimizer.apply_gradients(self.optimizer, grads, plan.variables)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def get_config(self):
+        config = super().get_config()
+        config["gradient_policy"] = keras.saving.serialize_keras_object(
+            self.gradient_policy
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        policy = config.pop("gradient_policy", None)
+        if policy is not None:
+            config["gradient_policy"] = keras.saving.deserialize_keras_object(
+                policy, custom_objects=custom_objects
+            )
+        return super().from_config(config, custom_objects=custom_objects)
+
+
+def wrap(model, gradient_policy=None):
+    """Turns a Sequential or functional model into a `SlimModel`.
+
+    The new model shares the layers, and so the weights and variable paths,
+    of `model`. If `model` is compiled, the `SlimModel` is compiled from its
+    compile config (a fresh optimizer of the same configuration).
+
+    Args:
+        model: A built `keras.Sequential` or functional `keras.Model`.
+        gradient_policy: The `GradientPolicy` to apply, or `None`.
+
+    Returns:
+        A `SlimModel` with the same name, inputs, outputs and layers.
+
+    Raises:
+        TypeError: if `model` is a subclassed model (subclass `SlimModel`
+            instead) or not a Keras model.
+        ValueError: if `model` is a Sequential model that is not built.
+
+    Example:
+    ```python
+    base = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model = keras_slim.wrap(base, keras_slim.GradientPolicy(clip_norm=1.0))
+    ```
+    """
+    if not isinstance(model, keras.Model):
+        raise TypeError(
+            "`wrap` expects a keras.Model. Received: "
+            f"model={model!r} of type {type(model).__name__}."
+        )
+    if not isinstance(model, keras.Sequential) and not hasattr(
+        model, "_nodes_by_depth"
+    ):
+        raise TypeError(
+            f"`wrap` expects a Sequential or functional model; '{model.name}'"
+            f" is a subclassed {type(model).__name__}. Subclass "
+            "keras_slim.SlimModel instead of keras.Model."
+        )
+    try:
+        inputs, outputs = model.inputs, model.outputs
+    except (AttributeError, ValueError):
+        inputs = outputs = None
+    if not inputs or not outputs:
+        raise ValueError(
+            f"Model '{model.name}' is not built, so it has no inputs to wrap. "
+            "Start it with a `keras.Input(...)` or call "
+            "`model.build(input_shape)` first."
+        )
+    slim = SlimModel(
+        inputs, outputs, name=model.name, gradient_policy=gradient_policy
+    )
+    if model.compiled:
+        slim.compile_from_config(model.get_compile_config())
+    return slim

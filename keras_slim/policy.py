@@ -1,0 +1,376 @@
+"""`GradientPolicy`: what happens to gradients between backprop and update.
+
+The policy gathers what TF-Slim's `create_train_op` (`variables_to_train`,
+`gradient_multipliers`, `clip_gradient_norm`, `check_numerics`) and
+object_detection's `variables_helper` (`freeze_gradients_matching_regex`,
+`multiply_gradients_matching_regex`) did. It runs in three named stages, in
+the order TF-Slim used, after the gradients were summed across replicas:
+
+1. `select`: keep the variables named by `trainable`, drop those named by
+   `freeze` (the optimizer never sees them: no weight decay, no momentum);
+2. `multiply`: scale gradients by `multipliers` (several matching patterns
+   multiply);
+3. `clip`: `clip_norm` per tensor, or `clip_global_norm` over all of them.
+
+Patterns are Python regular expressions matched with `re.match` against a
+variable's path (`"fc1/kernel"`). They are resolved once per model into a
+`PolicyPlan`, which the train step applies.
+"""
+
+import dataclasses
+import math
+import numbers
+import re
+
+import keras
+import tensorflow as tf
+
+from keras_slim import gradients as gradients_lib
+
+__all__ = ["GradientPolicy", "PolicyPlan"]
+
+
+def _invalid(name, value, expected):
+    return ValueError(
+        f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
+        f"Expected {expected}."
+    )
+
+
+def _check_pattern(name, pattern):
+    if not isinstance(pattern, str):
+        raise _invalid(name, pattern, "a regular expression string")
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise ValueError(
+            f"Invalid value for argument `{name}`: {pattern!r} is not a valid "
+            f"regular expression ({e})."
+        ) from None
+    return pattern
+
+
+def _check_patterns(name, value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise _invalid(name, value, "a list of regular expression strings")
+    return tuple(_check_pattern(name, p) for p in value)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _check_multipliers(value):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _invalid(
+            "multipliers", value, "a dict mapping patterns to numbers"
+        )
+    checked = {}
+    for pattern, multiplier in value.items():
+        _check_pattern("multipliers", pattern)
+        if not _is_number(multiplier) or not math.isfinite(multiplier):
+            raise ValueError(
+                "Invalid value for argument `multipliers`: the multiplier "
+                f"for {pattern!r} must be a finite number. Received: "
+                f"{multiplier!r}."
+            )
+        checked[pattern] = float(multiplier)
+    return checked
+
+
+def _check_clip(name, value):
+    if value is None:
+        return None
+    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+        raise _invalid(name, value, "a positive number or None")
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyPlan:
+    """A `GradientPolicy` resolved against one model's variables.
+
+    Made by `GradientPolicy.resolve(model)`; `SlimModel` makes one each time
+    it builds its train function, so patterns are matched once, not on every
+    step.
+
+    Attributes:
+        variables: The variables to train, in model order.
+        multipliers: One float or `None` (no multiplication) per variable.
+        clip_norm: Per-tensor clip threshold, or `None`.
+        clip_global_norm: Global-norm clip threshold, or `None`.
+        check_numerics: Whether a non-finite loss skips the step.
+    """
+
+    variables: tuple
+    multipliers: tuple
+    clip_norm: float = None
+    clip_global_norm: float = None
+    check_numerics: bool = True
+
+    def apply(self, grads, scale=None):
+        """Runs the `multiply` and `clip` stages on summed gradients.
+
+        Args:
+            grads: One gradient (tensor, `IndexedSlices` or `None`) per
+                variable of `self.variables`.
+            scale: Optional loss-scale factor the gradients still carry; the
+                clip thresholds are scaled by it, which gives the same update
+                as clipping the unscaled gradients.
+
+        Returns:
+            The list of transformed gradients.
+        """
+        pairs = list(zip(grads, self.variables))
+        pairs = [
+            (g if m is None or g is None else gradients_lib._scale(g, m), v)
+            for (g, v), m in zip(pairs, self.multipliers)
+        ]
+        if self.clip_norm is not None:
+            pairs = gradients_lib.clip_gradient_norms(
+                pairs, self._threshold(self.clip_norm, scale)
+            )
+        elif self.clip_global_norm is not None:
+            pairs = gradients_lib.clip_by_global_norm(
+                pairs, self._threshold(self.clip_global_norm, scale)
+            )
+        return [g for g, _ in pairs]
+
+    @staticmethod
+    def _threshold(value, scale):
+        if scale is None:
+            return value
+        return tf.cast(value, tf.float32) * tf.cast(scale, tf.float32)
+
+
+@keras.saving.register_keras_serializable(package="keras_slim")
+class GradientPolicy:
+    """Per-variable gradient control, applied after the cross-replica sum.
+
+    Args:
+        multipliers: Dict mapping a pattern to a number. Each trainable
+            variable whose path the pattern `re.match`es has its gradient
+            multiplied; when several patterns match, their multipliers
+            multiply (TF-Slim's `gradient_multipliers`).
+        freeze: List of patterns. Matching variables are not updated at all:
+            no gradient, no weight decay, no momentum; they stay bitwise
+            unchanged (object_detection's `freeze_gradients_matching_regex`).
+        trainable: List of patterns. When given, only matching variables
+            train (TF-Slim's `variables_to_train`, `--trainable_scopes`).
+        clip_norm: Positive number. Clips each gradient to this L2 norm
+            (TF-Slim's `clip_gradient_norm`); `IndexedSlices` stay sparse.
+        clip_global_norm: Positive number. Clips all gradients together by
+            their global norm. Only one of `clip_norm` and `clip_global_norm`
+            can be set.
+        check_numerics: Boolean. If `True` (the default), a step whose loss
+            is not finite changes no variable and training stops with
+            `keras_slim.NanLossDuringTrainingError`.
+
+    Raises:
+        ValueError: if `multipliers` is not a dict of patterns to finite
+            numbers, a pattern is not a valid regular expression, a clip
+            threshold is not a positive number, both clip thresholds are
+            set, or `check_numerics` is not a boolean.
+
+    Example:
+    ```python
+    policy = keras_slim.GradientPolicy(
+        multipliers={r".*/bias": 2.0, "logits/.*": 10.0},
+        freeze=["conv1/.*"],
+        clip_norm=1.0,
+    )
+    model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
+    print(policy.describe(model))
+    ```
+    """
+
+    def __init__(
+        self,
+        multipliers=None,
+        freeze=None,
+        trainable=None,
+        clip_norm=None,
+        clip_global_norm=None,
+        check_numerics=True,
+    ):
+        self.multipliers = _check_multipliers(multipliers)
+        self.freeze = _check_patterns("freeze", freeze) or ()
+        self.trainable = _check_patterns("trainable", trainable)
+        self.clip_norm = _check_clip("clip_norm", clip_norm)
+        self.clip_global_norm = _check_clip(
+            "clip_global_norm", clip_global_norm
+        )
+        if self.clip_norm is not None and self.clip_global_norm is not None:
+            raise ValueError(
+                "Only one of `clip_norm` and `clip_global_norm` can be set. "
+                f"Received: clip_norm={clip_norm}, "
+                f"clip_global_norm={clip_global_norm}."
+            )
+        if not isinstance(check_numerics, bool):
+            raise _invalid("check_numerics", check_numerics, "True or False")
+        self.check_numerics = check_numerics
+
+    def get_config(self):
+        """Returns the policy's arguments as a JSON-serializable dict."""
+        return {
+            "multipliers": dict(self.multipliers),
+            "freeze": list(self.freeze),
+            "trainable": (
+                None if self.trainable is None else list(self.trainable)
+            ),
+            "clip_norm": self.clip_norm,
+            "clip_global_norm": self.clip_global_norm,
+            "check_numerics": self.check_numerics,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        """Creates a policy from `get_config()`'s output."""
+        return cls(**config)
+
+    def __eq__(self, other):
+        if not isinstance(other, GradientPolicy):
+            return NotImplemented
+        return self.get_config() == other.get_config()
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"GradientPolicy({args})"
+
+    def resolve(self, model):
+        """Matches the patterns against `model`'s trainable variables.
+
+        Args:
+            model: A built `keras.Model` (or anything with
+                `trainable_variables`).
+
+        Returns:
+            A `PolicyPlan` for the variables that train.
+
+        Raises:
+            ValueError: if a pattern matches no trainable variable (the
+                message names it and lists the variable paths), or the policy
+                leaves no variable to train.
+        """
+        variables = list(model.trainable_variables)
+        paths = [gradients_lib.variable_path(v) for v in variables]
+        self._check_all_match(paths, model)
+        rows = [self._row(path) for path in paths]
+        kept = [i for i, row in enumerate(rows) if row["update"] == "train"]
+        if not kept:
+            raise ValueError(
+                f"The gradient policy leaves no variable of model "
+                f"'{getattr(model, 'name', model)}' to train: {self!r}. "
+                f"Trainable variable paths: {paths}."
+            )
+        return PolicyPlan(
+            variables=tuple(variables[i] for i in kept),
+            multipliers=tuple(
+                None if rows[i]["multiplier"] == 1.0 else rows[i]["multiplier"]
+                for i in kept
+            ),
+            clip_norm=self.clip_norm,
+            clip_global_norm=self.clip_global_norm,
+            check_numerics=self.check_numerics,
+        )
+
+    def _check_all_match(self, paths, model):
+        named = [("multipliers", p) for p in self.multipliers]
+        named += [("freeze", p) for p in self.freeze]
+        named += [("trainable", p) for p in self.trainable or ()]
+        for argument, pattern in named:
+            if not any(re.match(pattern, path) for path in paths):
+                raise ValueError(
+                    f"The `{argument}` pattern {pattern!r} of the gradient "
+                    "policy matches no trainable variable of model "
+                    f"'{getattr(model, 'name', model)}'. Patterns are matched "
+                    "with re.match against these variable paths: "
+                    f"{paths}."
+                )
+
+    def _row(self, path):
+        """Returns what each stage does to the variable at `path`."""
+        freezers = [p for p in self.freeze if re.match(p, path)]
+        if freezers:
+            update = f"frozen by {freezers[0]!r}"
+        elif self.trainable is not None and not any(
+            re.match(p, path) for p in self.trainable
+        ):
+            update = "not in `trainable`"
+        else:
+            update = "train"
+        multiplier = 1.0
+        for pattern, value in self.multipliers.items():
+            if re.match(pattern, path):
+                multiplier *= value
+        return {"update": update, "multiplier": multiplier}
+
+    def _clip_text(self):
+        if self.clip_norm is not None:
+            return f"norm <= {self.clip_norm:g}"
+        if self.clip_global_norm is not None:
+            return f"global norm <= {self.clip_global_norm:g}"
+        return "-"
+
+    def describe(self, model):
+        """Returns a table of what the policy does to each of `model`'s variables.
+
+        One row per variable of the model, with its shape and what each
+        stage does: `select` (train, frozen, not in `trainable`, or not
+        trainable in Keras), `multiply` (the effective multiplier) and
+        `clip`.
+
+        Args:
+            model: A built `keras.Model`.
+
+        Returns:
+            The table, as a string.
+
+        Raises:
+            ValueError: if the model is not built, or a pattern matches no
+                trainable variable.
+
+        Example:
+        ```python
+        print(policy.describe(model))
+        # variable     shape    select               multiply  clip
+        # fc1/kernel   (4, 8)   frozen by 'fc1/.*'   -         -
+        # fc2/kernel   (8, 1)   train                2         norm <= 1
+        ```
+        """
+        if not getattr(model, "built", True) or not model.variables:
+            raise ValueError(
+                f"Model '{model.name}' has no variables yet. Build it first "
+                "(call it on data, or create it with a `keras.Input`)."
+            )
+        trainable = {
+            gradients_lib.variable_path(v) for v in model.trainable_variables
+        }
+        self._check_all_match(sorted(trainable), model)
+        table = [("variable", "shape", "select", "multiply", "clip")]
+        for variable in model.variables:
+            path = gradients_lib.variable_path(variable)
+            shape = str(tuple(variable.shape))
+            if path not in trainable:
+                table.append((path, shape, "not trainable", "-", "-"))
+                continue
+            row = self._row(path)
+            if row["update"] != "train":
+                table.append((path, shape, row["update"], "-", "-"))
+                continue
+            table.append(
+                (path, shape, "train", f"{row['multiplier']:g}",
+                 self._clip_text())
+            )
+        widths = [max(len(r[i]) for r in table) for i in range(5)]
+        lines = [
+            "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in table
+        ]
+        return "\n".join(lines)
