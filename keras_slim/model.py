@@ -8,6 +8,8 @@ trackers as the built-in step, so `history` matches a plain `keras.Model`.
 
 Private Keras internals used here (pinned by `keras==3.15.*`, checked by
 tests/test_keras_internals.py): `Trainer._compute_loss`,
+`keras.src.models.model.Trainer` / `functional_init_arguments`,
+`keras.src.models.functional.Functional`,
 `Trainer._loss_tracker`, `Layer._call_has_training_arg`,
 `Trainer._resolve_auto_jit_compile`, `keras.src.losses.loss.
 unscale_loss_for_distribution`.
@@ -19,6 +21,9 @@ import re
 import keras
 import tensorflow as tf
 from keras.src.losses.loss import unscale_loss_for_distribution
+from keras.src.models.functional import Functional
+from keras.src.models.model import Trainer
+from keras.src.models.model import functional_init_arguments
 
 from keras_slim import _optimizer
 from keras_slim.errors import NanLossDuringTrainingError
@@ -99,14 +104,29 @@ class SlimModel(keras.Model):
     ```
     """
 
+    def __new__(cls, *args, **kwargs):
+        if functional_init_arguments(args, kwargs):
+            if cls is SlimModel:
+                cls = FunctionalSlimModel
+            elif not issubclass(cls, Functional):
+                raise TypeError(
+                    f"{cls.__name__} is a subclassed SlimModel and cannot be "
+                    "built from `inputs` and `outputs`. Build functional "
+                    "models with keras_slim.SlimModel(inputs, outputs)."
+                )
+        return super().__new__(cls, *args, **kwargs)
+
     def __init__(
         self, inputs=None, outputs=None, name=None, *, gradient_policy=None,
         **kwargs,
     ):
-        if inputs is None and outputs is None:
-            super().__init__(name=name, **kwargs)
+        if isinstance(self, Functional):
+            # keras.Model.__init__ minus its `inject_functional_model_class`,
+            # which would rewrite SlimModel's bases for every subclass.
+            Trainer.__init__(self)
+            Functional.__init__(self, inputs, outputs, name=name, **kwargs)
         else:
-            super().__init__(inputs, outputs, name=name, **kwargs)
+            keras.Model.__init__(self, name=name, **kwargs)
         self.gradient_policy = gradient_policy
         self._keras_slim_plan = None
         self._raise_on_nonfinite = True
@@ -140,15 +160,17 @@ class SlimModel(keras.Model):
         """Resolves the policy, then builds Keras's train function."""
         if self.train_function is not None and not force:
             return self.train_function
-        plan = self.gradient_policy.resolve(self)
-        if plan.check_numerics and self.jit_compile:
+        if self.gradient_policy.check_numerics and self.jit_compile:
             raise ValueError(
                 "`jit_compile=True` cannot be used with a gradient policy "
                 "whose `check_numerics=True`: XLA drops the check that stops "
                 "training on a NaN loss. Compile with `jit_compile=False`, or "
                 "set `GradientPolicy(check_numerics=False)`."
             )
-        self._keras_slim_plan = plan
+        # A subclassed model may get its variables only when first traced.
+        self._keras_slim_plan = (
+            self.gradient_policy.resolve(self) if self.variables else None
+        )
         _optimizer.install(self.optimizer)
         super().make_train_function(force=True)
         self.train_function = _translate_nonfinite(self.train_function)
@@ -164,7 +186,6 @@ class SlimModel(keras.Model):
             The dict of metric results, as `keras.Model.train_step` returns.
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        plan = self._keras_slim_plan or self.gradient_policy.resolve(self)
         with tf.GradientTape() as tape:
             if self._call_has_training_arg:
                 y_pred = self(x, training=True)
@@ -179,6 +200,7 @@ class SlimModel(keras.Model):
                 sample_weight=_batch_size(x),
             )
             scaled_loss = self.optimizer.scale_loss(loss)
+        plan = self._plan()
         grads = tape.gradient(scaled_loss, list(plan.variables))
         grads, total_loss = _optimizer.sum_across_replicas(
             grads, loss if plan.check_numerics else None
@@ -199,6 +221,16 @@ class SlimModel(keras.Model):
             _optimizer.apply_gradients(self.optimizer, grads, plan.variables)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
+    def _plan(self):
+        """Returns the resolved policy, resolving it on the first trace."""
+        if self._keras_slim_plan is None:
+            self._keras_slim_plan = self.gradient_policy.resolve(self)
+        if not self.optimizer.built:
+            # Built on every trainable variable, so a later policy may
+            # train what this one freezes, and outside the NaN `cond`.
+            self.optimizer.build(self.trainable_variables)
+        return self._keras_slim_plan
+
     def get_config(self):
         config = super().get_config()
         config["gradient_policy"] = keras.saving.serialize_keras_object(
@@ -215,6 +247,16 @@ class SlimModel(keras.Model):
                 policy, custom_objects=custom_objects
             )
         return super().from_config(config, custom_objects=custom_objects)
+
+
+@keras.saving.register_keras_serializable(package="keras_slim")
+class FunctionalSlimModel(SlimModel, Functional):
+    """The class of `SlimModel(inputs, outputs)`: a functional `SlimModel`.
+
+    Like `keras.Model(inputs, outputs)` returns a `Functional`,
+    `SlimModel(inputs, outputs)` returns an instance of this class;
+    `isinstance(model, keras_slim.SlimModel)` holds for both kinds.
+    """
 
 
 def wrap(model, gradient_policy=None):
@@ -247,9 +289,7 @@ def wrap(model, gradient_policy=None):
             "`wrap` expects a keras.Model. Received: "
             f"model={model!r} of type {type(model).__name__}."
         )
-    if not isinstance(model, keras.Sequential) and not hasattr(
-        model, "_nodes_by_depth"
-    ):
+    if not isinstance(model, (keras.Sequential, Functional)):
         raise TypeError(
             f"`wrap` expects a Sequential or functional model; '{model.name}'"
             f" is a subclassed {type(model).__name__}. Subclass "

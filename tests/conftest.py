@@ -1,0 +1,43 @@
+"""Shared fixtures: 4 logical CPU devices and one MirroredStrategy over them.
+
+Logical devices must be configured before TensorFlow initializes its
+devices, so this runs at import, before any test touches TensorFlow.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+NUM_REPLICAS = 4
+
+_cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(
+    _cpus[0], [tf.config.LogicalDeviceConfiguration()] * NUM_REPLICAS
+)
+
+
+@pytest.fixture(scope="session")
+def mirrored():
+    """One MirroredStrategy over the 4 logical CPUs, shared by all tests.
+
+    A second MirroredStrategy over the same devices in one process can
+    abort with 'Shape mismatch in the collective instance'.
+    """
+    devices = [f"/cpu:{i}" for i in range(NUM_REPLICAS)]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _clear_keras_session():
+    yield
+    keras.backend.clear_session()

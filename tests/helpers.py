@@ -1,0 +1,44 @@
+"""Small models and data shared by the tests."""
+
+import keras
+import numpy as np
+
+import keras_slim
+
+
+def classification_data(n=256, features=8, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, features)).astype("float32")
+    y = rng.integers(0, classes, size=n).astype("int32")
+    return x, y
+
+
+def mlp(policy=None, *, cls=keras_slim.SlimModel, seed=1, features=8,
+        classes=3, regularizer=None, name="mlp"):
+    """A 2-layer MLP with fixed initial weights (layers fc1, logits)."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((features,))
+    hidden = keras.layers.Dense(
+        16, activation="tanh", name="fc1", kernel_regularizer=regularizer
+    )(inputs)
+    outputs = keras.layers.Dense(classes, name="logits")(hidden)
+    kwargs = {} if cls is keras.Model else {"gradient_policy": policy}
+    return cls(inputs, outputs, name=name, **kwargs)
+
+
+def compile_model(model, optimizer=None, **kwargs):
+    model.compile(
+        optimizer=optimizer or keras.optimizers.SGD(0.5, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        **kwargs,
+    )
+    return model
+
+
+def weights(model):
+    return [v.numpy().copy() for v in model.weights]
+
+
+def max_abs_diff(a, b):
+    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))

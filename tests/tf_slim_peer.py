@@ -1,0 +1,47 @@
+"""Runs TF-Slim 1.1.0 itself, in graph mode, in a separate process.
+
+tf_slim 1.1.0 needs `tensorflow.python.framework.ops.Tensor` and
+`.IndexedSlices`, which TF 2.21 no longer has: the child process restores
+them from `tf.Tensor` / `tf.IndexedSlices` before importing tf_slim. The
+child prints one JSON document, which `run` returns.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+_PRELUDE = """
+import json, os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import ops
+ops.Tensor = tf.Tensor
+ops.IndexedSlices = tf.IndexedSlices
+tf1 = tf.compat.v1
+tf1.disable_v2_behavior()
+import tf_slim as slim
+"""
+
+
+def run(code, timeout=120):
+    """Runs `code` after the TF-Slim prelude; returns what it printed as JSON.
+
+    Args:
+        code: Python source that ends by printing `json.dumps(...)`.
+        timeout: Seconds before the child is killed.
+
+    Returns:
+        The decoded JSON document of the last line printed.
+    """
+    source = _PRELUDE + textwrap.dedent(code)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True,
+        timeout=timeout, env=env,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"TF-Slim peer failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
