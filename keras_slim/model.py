@@ -26,6 +26,7 @@ from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
 
 from keras_slim import _optimizer
+from keras_slim._train_function import make_multi_step_function
 from keras_slim.errors import NanLossDuringTrainingError
 from keras_slim.policy import GradientPolicy
 
@@ -173,6 +174,10 @@ class SlimModel(keras.Model):
         )
         _optimizer.install(self.optimizer)
         super().make_train_function(force=True)
+        if self.steps_per_execution > 1 and not self.run_eagerly:
+            self.train_function = make_multi_step_function(
+                self, self.train_step, self.train_function
+            )
         self.train_function = _translate_nonfinite(self.train_function)
         return self.train_function
 

@@ -1,0 +1,82 @@
+"""A multi-step train function that works under `MirroredStrategy`.
+
+Keras 3.15's `steps_per_execution > 1` loop wraps each step's
+`strategy.run` in a `tf.cond` (`has_next`). Under `MirroredStrategy` a step
+that makes a `merge_call` (every optimizer update does) then fails with
+"You must feed a value for placeholder tensor 'while/cond/Placeholder'"
+(keras-team/keras#19246; plain `keras.Model.fit` fails the same way). This
+loop runs the first step unconditionally and the others in a `while_loop`
+whose condition, not a `cond`, checks for more data, as tf_keras did.
+
+Private Keras internals used here (pinned by `keras==3.15.*`, checked by
+tests/test_keras_internals.py): `keras.src.backend.tensorflow.trainer.
+reduce_per_replica`, `TensorFlowTrainer._autoconvert_optionals`.
+"""
+
+import tensorflow as tf
+from keras.src.backend.tensorflow.trainer import reduce_per_replica
+
+
+def make_multi_step_function(model, step_function, keras_function):
+    """Returns a train function running `model.steps_per_execution` steps.
+
+    Args:
+        model: The Keras model (TensorFlow trainer).
+        step_function: The per-replica step, usually `model.train_step`.
+        keras_function: Keras's own train function, used for iterators that
+            are not `tf.data` ones (Python generators).
+
+    Returns:
+        A function of an iterator returning the last step's logs. An
+        iterator exhausted before the first step raises
+        `tf.errors.OutOfRangeError`, which Keras's epoch iterator takes as
+        the end of the epoch.
+    """
+    strategy = model.distribute_strategy
+
+    @tf.autograph.experimental.do_not_convert
+    def one_step_on_data(data):
+        outputs = strategy.run(step_function, args=(data,))
+        return reduce_per_replica(outputs, strategy, reduction="auto")
+
+    one_step_on_data = tf.function(
+        one_step_on_data, reduce_retracing=True, jit_compile=model.jit_compile
+    )
+    one_step_on_data = model._autoconvert_optionals(one_step_on_data)
+
+    @tf.autograph.experimental.do_not_convert
+    def multi_step_on_iterator(iterator):
+        steps = model.steps_per_execution
+        outputs = one_step_on_data(iterator.get_next())
+
+        def more(step, outputs, next_data):
+            return tf.logical_and(step < steps, next_data.has_value())
+
+        def body(step, outputs, next_data):
+            outputs = one_step_on_data(next_data.get_value())
+            # Fetch ahead only if another step will run, so no batch is lost.
+            next_data = tf.cond(
+                step + 1 < steps,
+                iterator.get_next_as_optional,
+                lambda: next_data,
+            )
+            return step + 1, outputs, next_data
+
+        _, outputs, _ = tf.while_loop(
+            more, body, (tf.constant(1), outputs,
+                         iterator.get_next_as_optional()),
+        )
+        return outputs
+
+    multi_step_on_iterator = tf.function(
+        multi_step_on_iterator, reduce_retracing=True
+    )
+
+    def function(iterator):
+        if isinstance(
+            iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
+        ):
+            return multi_step_on_iterator(iterator)
+        return keras_function(iterator)
+
+    return function
