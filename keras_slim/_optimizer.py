@@ -18,6 +18,7 @@ tests/test_keras_internals.py): `TFOptimizer._all_reduce_sum_gradients`,
 """
 
 import contextlib
+import functools
 import threading
 
 import tensorflow as tf
@@ -108,10 +109,13 @@ def sum_across_replicas(grads, loss=None):
     return [None if g is None else next(reduced) for g in grads], summed_loss
 
 
-def apply_gradients(optimizer, grads, variables, finite=None):
+def apply_gradients(optimizer, grads, variables, finite=None, error=None):
     """Applies summed gradients; when `finite` is given, only if it is True.
 
-    Must be called in replica context (inside `train_step`).
+    Must be called in replica context (inside `train_step`). With `error`,
+    a false `finite` also fails the step with an `Assert` op carrying
+    `error`; on one device the update ops then depend on the
+    assertion, which costs two ops instead of a `cond`.
 
     Args:
         optimizer: The model's Keras optimizer.
@@ -119,6 +123,7 @@ def apply_gradients(optimizer, grads, variables, finite=None):
         variables: The variables to update, one per gradient.
         finite: `None` to always apply, or a scalar boolean tensor with the
             same value on every replica.
+        error: Optional list of values for the assertion's message.
     """
     variables = list(variables)
 
@@ -129,22 +134,40 @@ def apply_gradients(optimizer, grads, variables, finite=None):
     if finite is None:
         apply(grads)
         return
-    if tf.__internal__.distribute.strategy_supports_no_merge_call():
-        tf.cond(finite, lambda: apply(grads), lambda: None)
+    no_merge_call = (
+        tf.__internal__.distribute.strategy_supports_no_merge_call()
+    )
+    if error is not None and no_merge_call:
+        with tf.control_dependencies([_assert(finite, error)]):
+            apply(grads)
         return
+    if no_merge_call:
+        tf.cond(finite, lambda: apply(grads), lambda: None)
+    else:
+        with presummed(optimizer):
+            tf.distribute.get_replica_context().merge_call(
+                functools.partial(_gated, apply=apply), args=(finite, grads)
+            )
+    if error is not None:
+        _assert(finite, error)
 
-    def gated(distribution, finite, grads):
-        # Every replica holds the same value: the loss was all-reduced.
-        finite = distribution.experimental_local_results(finite)[0]
-        tf.cond(
-            finite,
-            lambda: distribution.extended.call_for_each_replica(
-                apply, args=(grads,)
-            ),
-            lambda: None,
-        )
 
-    with presummed(optimizer):
-        tf.distribute.get_replica_context().merge_call(
-            gated, args=(finite, grads)
-        )
+def _assert(condition, data):
+    # The raw op: tf.debugging.Assert wraps itself in a `cond` in graphs.
+    return tf.raw_ops.Assert(
+        condition=condition, data=data, summarize=len(data),
+        name="check_numerics",
+    )
+
+
+def _gated(distribution, finite, grads, apply):
+    """Cross-replica `cond`, as Keras's `LossScaleOptimizer._tf_apply`."""
+    # Every replica holds the same value: the loss was all-reduced.
+    finite = distribution.experimental_local_results(finite)[0]
+    tf.cond(
+        finite,
+        lambda: distribution.extended.call_for_each_replica(
+            apply, args=(grads,)
+        ),
+        lambda: None,
+    )

@@ -33,31 +33,26 @@ from keras_slim.policy import GradientPolicy
 __all__ = ["SlimModel", "wrap"]
 
 _NONFINITE = "keras_slim: LossTensor is inf or nan"
-_NONFINITE_RE = re.compile(
-    re.escape(_NONFINITE) + r"\]\s*\[(-?\d+)\]\s*\[([^\]]*)\]"
-)
+_NONFINITE_RE = re.compile(re.escape(_NONFINITE) + r"\]\s*\[([^\]]*)\]")
 
 
-def _nonfinite_error(error):
-    """Returns the `NanLossDuringTrainingError` an assertion stands for."""
-    match = _NONFINITE_RE.search(str(error))
-    if match is None:
-        return None
-    return NanLossDuringTrainingError(int(match.group(1)), match.group(2))
+def _translate_nonfinite(function, optimizer):
+    """Wraps a train function so the in-graph NaN check raises our error.
 
-
-def _translate_nonfinite(function):
-    """Wraps a train function so the in-graph NaN check raises our error."""
+    The failing step updated nothing, `iterations` included, so the step
+    that failed is `iterations + 1`, read on the host only then.
+    """
 
     @functools.wraps(function)
     def wrapped(*args, **kwargs):
         try:
             return function(*args, **kwargs)
         except tf.errors.InvalidArgumentError as e:
-            error = _nonfinite_error(e)
-            if error is None:
+            match = _NONFINITE_RE.search(str(e))
+            if match is None:
                 raise
-            raise error from None
+            step = int(optimizer.iterations.numpy()) + 1
+            raise NanLossDuringTrainingError(step, match.group(1)) from None
 
     return wrapped
 
@@ -178,7 +173,9 @@ class SlimModel(keras.Model):
             self.train_function = make_multi_step_function(
                 self, self.train_step, self.train_function
             )
-        self.train_function = _translate_nonfinite(self.train_function)
+        self.train_function = _translate_nonfinite(
+            self.train_function, self.optimizer
+        )
         return self.train_function
 
     def train_step(self, data):
@@ -211,19 +208,14 @@ class SlimModel(keras.Model):
             grads, loss if plan.check_numerics else None
         )
         grads = plan.apply(grads, scale=_optimizer.loss_scale(self.optimizer))
+        finite = error = None
         if plan.check_numerics:
-            step = self.optimizer.iterations + 1
             finite = tf.math.is_finite(total_loss)
-            _optimizer.apply_gradients(
-                self.optimizer, grads, plan.variables, finite
-            )
             if self._raise_on_nonfinite:
-                tf.debugging.Assert(
-                    finite, [_NONFINITE, step, total_loss],
-                    name="check_loss_is_finite",
-                )
-        else:
-            _optimizer.apply_gradients(self.optimizer, grads, plan.variables)
+                error = [_NONFINITE, total_loss]
+        _optimizer.apply_gradients(
+            self.optimizer, grads, plan.variables, finite, error
+        )
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def _plan(self):

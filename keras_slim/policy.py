@@ -117,6 +117,11 @@ class PolicyPlan:
     def apply(self, grads, scale=None):
         """Runs the `multiply` and `clip` stages on summed gradients.
 
+        Both stages fold into one scalar factor per gradient, computed for
+        all gradients at once, so the policy adds a handful of ops to the
+        step rather than a handful per variable. The result is the same as
+        `clip_gradient_norms(multiply_gradients(...))` up to rounding.
+
         Args:
             grads: One gradient (tensor, `IndexedSlices` or `None`) per
                 variable of `self.variables`.
@@ -127,26 +132,47 @@ class PolicyPlan:
         Returns:
             The list of transformed gradients.
         """
-        pairs = list(zip(grads, self.variables))
-        pairs = [
-            (g if m is None or g is None else gradients_lib._scale(g, m), v)
-            for (g, v), m in zip(pairs, self.multipliers)
-        ]
-        if self.clip_norm is not None:
-            pairs = gradients_lib.clip_gradient_norms(
-                pairs, self._threshold(self.clip_norm, scale)
-            )
-        elif self.clip_global_norm is not None:
-            pairs = gradients_lib.clip_by_global_norm(
-                pairs, self._threshold(self.clip_global_norm, scale)
-            )
-        return [g for g, _ in pairs]
+        present = [i for i, g in enumerate(grads) if g is not None]
+        multipliers = [self.multipliers[i] or 1.0 for i in present]
+        factors = self._factors(
+            [_values(grads[i]) for i in present], multipliers, scale
+        )
+        out = list(grads)
+        for i, factor in zip(present, factors):
+            if factor is not None:
+                out[i] = _scale(grads[i], factor)
+        return out
 
-    @staticmethod
-    def _threshold(value, scale):
-        if scale is None:
-            return value
-        return tf.cast(value, tf.float32) * tf.cast(scale, tf.float32)
+    def _factors(self, values, multipliers, scale):
+        """One scalar factor (or `None` for 1) per gradient."""
+        threshold = self.clip_norm or self.clip_global_norm
+        if threshold is None or not values:
+            return [None if m == 1.0 else m for m in multipliers]
+        threshold = tf.constant(threshold, tf.float32)
+        if scale is not None:
+            threshold = threshold * tf.cast(scale, tf.float32)
+        m = tf.constant(multipliers, tf.float32)
+        # l2_loss is sum(v ** 2) / 2 in one kernel.
+        squares = 2.0 * tf.stack([
+            tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values
+        ])
+        if self.clip_norm is not None:
+            norms = tf.sqrt(squares) * tf.abs(m)
+        else:
+            norms = tf.sqrt(tf.reduce_sum(squares * tf.square(m)))
+        factors = m * threshold / tf.maximum(norms, threshold)
+        return tf.unstack(factors, num=len(values))
+
+
+def _values(grad):
+    return grad.values if isinstance(grad, tf.IndexedSlices) else grad
+
+
+def _scale(grad, factor):
+    if isinstance(grad, tf.IndexedSlices):
+        values = grad.values * tf.cast(factor, grad.values.dtype)
+        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
+    return grad * tf.cast(factor, grad.dtype)
 
 
 @keras.saving.register_keras_serializable(package="keras_slim")

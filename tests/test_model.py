@@ -340,3 +340,17 @@ def test_subclassed_model_built_on_first_trace():
         "subclassed/fc1/kernel", "subclassed/fc1/bias",
         "subclassed/logits/kernel", "subclassed/logits/bias"]
     assert model._keras_slim_plan.multipliers == (None, None, 2.0, 2.0)
+
+
+def test_nonfinite_step_skipped_silently_when_not_raising():
+    """The mode keras_slim.train(fail_on_nan_loss=False) builds on."""
+    x, y = _nan_data()
+    model = compile_model(mlp(), keras.optimizers.Adam(0.01))
+    model._raise_on_nonfinite = False
+    reference = compile_model(mlp(), keras.optimizers.Adam(0.01))
+    keep = np.ones(128, bool)
+    keep[64:96] = False  # the batch holding the NaN row
+    reference.fit(x[keep], y[keep], batch_size=32, shuffle=False, verbose=0)
+    model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
+    assert int(model.optimizer.iterations.numpy()) == 3
+    assert max_abs_diff(weights(model), weights(reference)) < 1e-6

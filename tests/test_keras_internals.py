@@ -1,0 +1,92 @@
+"""Every private Keras internal keras_slim touches, pinned and checked.
+
+keras_slim pins `keras==3.15.*`. When the pin moves, these tests say which
+internal changed; the behavioural ones also say whether a workaround is
+still needed.
+"""
+
+import inspect
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras.src.backend.tensorflow import trainer as tf_trainer
+from keras.src.backend.tensorflow.optimizer import TFOptimizer
+from keras.src.losses import loss as loss_module
+from keras.src.models import functional
+from keras.src.models import model as model_module
+
+from keras_slim import _optimizer
+from tests.helpers import classification_data
+from tests.helpers import compile_model
+from tests.helpers import mlp
+
+
+def test_keras_version_is_the_pinned_one():
+    assert keras.__version__.startswith("3.15."), keras.__version__
+
+
+def test_private_names_exist():
+    assert callable(TFOptimizer._all_reduce_sum_gradients)
+    assert "self._all_reduce_sum_gradients(" in inspect.getsource(
+        TFOptimizer._backend_update_step
+    )
+    assert callable(tf_trainer.reduce_per_replica)
+    assert callable(loss_module.unscale_loss_for_distribution)
+    assert callable(model_module.functional_init_arguments)
+    assert model_module.Trainer is tf_trainer.TensorFlowTrainer
+    assert issubclass(functional.Functional, keras.Model)
+    for name in ("_compute_loss", "_resolve_auto_jit_compile",
+                 "_autoconvert_optionals", "_symbolic_build"):
+        assert callable(getattr(keras.Model, name)), name
+    model = compile_model(mlp(cls=keras.Model))
+    assert isinstance(model._loss_tracker, keras.metrics.Mean)
+    assert model._call_has_training_arg in (True, False)
+    lso = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD())
+    lso.build(model.trainable_variables)
+    assert lso.inner_optimizer is not None
+    assert float(lso.dynamic_scale.numpy()) > 0
+
+
+def test_keras_functional_injection_rewrites_bases():
+    """Why SlimModel.__init__ avoids keras.Model.__init__ for functional use."""
+    source = inspect.getsource(keras.Model.__init__)
+    assert "inject_functional_model_class(self.__class__)" in source
+
+
+def test_optimizer_sums_across_replicas_unless_presummed(mirrored):
+    with mirrored.scope():
+        variable = keras.Variable(np.zeros(2, "float32"))
+        optimizer = keras.optimizers.SGD(1.0)
+        optimizer.build([variable])
+    _optimizer.install(optimizer)
+
+    @tf.function
+    def step(presummed):
+        def replica_fn():
+            grad = tf.ones(2)
+            if presummed:
+                with _optimizer.presummed(optimizer):
+                    optimizer.apply([grad], [variable])
+            else:
+                optimizer.apply([grad], [variable])
+        mirrored.run(replica_fn)
+
+    step(False)
+    np.testing.assert_array_equal(variable.numpy(), [-4.0, -4.0])
+    step(True)
+    np.testing.assert_array_equal(variable.numpy(), [-5.0, -5.0])
+
+
+def test_keras_multi_step_loop_still_fails_under_mirrored(mirrored):
+    """keras-team/keras#19246: why keras_slim has its own multi-step loop.
+
+    If this starts passing, Keras fixed its loop and
+    keras_slim/_train_function.py may be retired.
+    """
+    x, y = classification_data(128)
+    with mirrored.scope():
+        model = compile_model(mlp(cls=keras.Model), steps_per_execution=2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="placeholder"):
+        model.fit(x, y, batch_size=64, verbose=0)
