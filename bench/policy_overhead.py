@@ -33,10 +33,12 @@ import keras_slim  # noqa: E402
 POLICIES = {
     "slim-full": keras_slim.GradientPolicy(
         multipliers={"logits/.*": 2.0, r".*/bias": 0.5},
-        freeze=["layer1/bias"], clip_norm=1.0,
+        freeze=["layer1/bias"],
+        clip_norm=1.0,
     ),
     "slim-mc": keras_slim.GradientPolicy(
-        multipliers={"logits/.*": 2.0, r".*/bias": 0.5}, clip_norm=1.0,
+        multipliers={"logits/.*": 2.0, r".*/bias": 0.5},
+        clip_norm=1.0,
     ),
 }
 
@@ -124,18 +126,24 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args(argv)
-    print(f"keras {keras.__version__}, tensorflow {tf.__version__}, "
-          f"{os.cpu_count()} CPUs, {args.runs} interleaved runs; ratio: "
-          "median of per-run ratios (quartiles)")
+    print(
+        f"keras {keras.__version__}, tensorflow {tf.__version__}, "
+        f"{os.cpu_count()} CPUs, {args.runs} interleaved runs; ratio: "
+        "median of per-run ratios (quartiles)"
+    )
     print()
-    print("| model | keras fit steps/s | SlimModel full policy | ratio "
-          "| SlimModel no freeze | ratio |")
+    print(
+        "| model | keras fit steps/s | SlimModel full policy | ratio "
+        "| SlimModel no freeze | ratio |"
+    )
     print("|---|---|---|---|---|---|")
     for name in MODELS:
         m, r = bench_model(name, args.runs)
-        print(f"| {name} | {m['keras']:.1f} | {m['slim-full']:.1f} | "
-              f"{summary(r['slim-full'])} | {m['slim-mc']:.1f} | "
-              f"{summary(r['slim-mc'])} |")
+        print(
+            f"| {name} | {m['keras']:.1f} | {m['slim-full']:.1f} | "
+            f"{summary(r['slim-full'])} | {m['slim-mc']:.1f} | "
+            f"{summary(r['slim-mc'])} |"
+        )
 
 
 if __name__ == "__main__":

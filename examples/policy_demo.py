@@ -94,8 +94,10 @@ def main(argv=None):
     )
     _, accuracy = clones.evaluate(*test_data, verbose=0)
     print(f"\nloss per epoch, 1 device:  {np.round(h1['loss'], 4).tolist()}")
-    print(f"loss per epoch, {NUM_CLONES} clones: "
-          f"{np.round(h2['loss'], 4).tolist()}")
+    print(
+        f"loss per epoch, {NUM_CLONES} clones: "
+        f"{np.round(h2['loss'], 4).tolist()}"
+    )
     print(f"max |w(1 device) - w({NUM_CLONES} clones)| = {diff:.2e}")
     print(f"held-out accuracy ({len(test_data[0])} digits): {accuracy:.3f}")
 

@@ -134,9 +134,7 @@ def apply_gradients(optimizer, grads, variables, finite=None, error=None):
     if finite is None:
         apply(grads)
         return
-    no_merge_call = (
-        tf.__internal__.distribute.strategy_supports_no_merge_call()
-    )
+    no_merge_call = tf.__internal__.distribute.strategy_supports_no_merge_call()
     if error is not None and no_merge_call:
         with tf.control_dependencies([_assert(finite, error)]):
             apply(grads)
@@ -155,7 +153,9 @@ def apply_gradients(optimizer, grads, variables, finite=None, error=None):
 def _assert(condition, data):
     # The raw op: tf.debugging.Assert wraps itself in a `cond` in graphs.
     return tf.raw_ops.Assert(
-        condition=condition, data=data, summarize=len(data),
+        condition=condition,
+        data=data,
+        summarize=len(data),
         name="check_numerics",
     )
 

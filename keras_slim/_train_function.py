@@ -63,8 +63,9 @@ def make_multi_step_function(model, step_function, keras_function):
             return step + 1, outputs, next_data
 
         _, outputs, _ = tf.while_loop(
-            more, body, (tf.constant(1), outputs,
-                         iterator.get_next_as_optional()),
+            more,
+            body,
+            (tf.constant(1), outputs, iterator.get_next_as_optional()),
         )
         return outputs
 

@@ -113,7 +113,12 @@ class SlimModel(keras.Model):
         return super().__new__(cls, *args, **kwargs)
 
     def __init__(
-        self, inputs=None, outputs=None, name=None, *, gradient_policy=None,
+        self,
+        inputs=None,
+        outputs=None,
+        name=None,
+        *,
+        gradient_policy=None,
         **kwargs,
     ):
         if isinstance(self, Functional):
@@ -194,7 +199,10 @@ class SlimModel(keras.Model):
             else:
                 y_pred = self(x)
             loss = self._compute_loss(
-                x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                x=x,
+                y=y,
+                y_pred=y_pred,
+                sample_weight=sample_weight,
                 training=True,
             )
             self._loss_tracker.update_state(

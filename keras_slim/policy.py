@@ -153,9 +153,9 @@ class PolicyPlan:
             threshold = threshold * tf.cast(scale, tf.float32)
         m = tf.constant(multipliers, tf.float32)
         # l2_loss is sum(v ** 2) / 2 in one kernel.
-        squares = 2.0 * tf.stack([
-            tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values
-        ])
+        squares = 2.0 * tf.stack(
+            [tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values]
+        )
         if self.clip_norm is not None:
             norms = tf.sqrt(squares) * tf.abs(m)
         else:
@@ -345,7 +345,7 @@ class GradientPolicy:
         return "-"
 
     def describe(self, model):
-        """Returns a table of what the policy does to each of `model`'s variables.
+        """Returns a table of what the policy does to each variable of `model`.
 
         One row per variable of the model, with its shape and what each
         stage does: `select` (train, frozen, not in `trainable`, or not
@@ -391,8 +391,13 @@ class GradientPolicy:
                 table.append((path, shape, row["update"], "-", "-"))
                 continue
             table.append(
-                (path, shape, "train", f"{row['multiplier']:g}",
-                 self._clip_text())
+                (
+                    path,
+                    shape,
+                    "train",
+                    f"{row['multiplier']:g}",
+                    self._clip_text(),
+                )
             )
         widths = [max(len(r[i]) for r in table) for i in range(5)]
         lines = [

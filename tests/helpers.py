@@ -13,8 +13,16 @@ def classification_data(n=256, features=8, classes=3, seed=0):
     return x, y
 
 
-def mlp(policy=None, *, cls=keras_slim.SlimModel, seed=1, features=8,
-        classes=3, regularizer=None, name="mlp"):
+def mlp(
+    policy=None,
+    *,
+    cls=keras_slim.SlimModel,
+    seed=1,
+    features=8,
+    classes=3,
+    regularizer=None,
+    name="mlp",
+):
     """A 2-layer MLP with fixed initial weights (layers fc1, logits)."""
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((features,))

@@ -36,12 +36,17 @@ def test_variable_path_keras_and_tf(kv):
 def test_clip_gradient_norms_dense_none_and_sparse(kv):
     kernel, bias = kv
     sparse = tf.IndexedSlices(
-        tf.constant([[3.0, 0.0], [0.0, 4.0]]), tf.constant([1, 3]),
+        tf.constant([[3.0, 0.0], [0.0, 4.0]]),
+        tf.constant([1, 3]),
         tf.constant([5, 2]),
     )
     out = gradients.clip_gradient_norms(
-        [(tf.constant([3.0, 4.0]), bias), (None, kernel), (sparse, kernel),
-         (tf.constant([0.3, 0.4]), bias)],
+        [
+            (tf.constant([3.0, 4.0]), bias),
+            (None, kernel),
+            (sparse, kernel),
+            (tf.constant([0.3, 0.4]), bias),
+        ],
         1.0,
     )
     np.testing.assert_allclose(out[0][0].numpy(), [0.6, 0.8], rtol=1e-6)
@@ -57,8 +62,11 @@ def test_clip_gradient_norms_dense_none_and_sparse(kv):
 def test_clip_by_global_norm(kv):
     kernel, bias = kv
     out = gradients.clip_by_global_norm(
-        [(tf.constant([3.0]), bias), (None, kernel),
-         (tf.constant([4.0]), kernel)],
+        [
+            (tf.constant([3.0]), bias),
+            (None, kernel),
+            (tf.constant([4.0]), kernel),
+        ],
         1.0,
     )
     np.testing.assert_allclose(out[0][0].numpy(), [0.6], rtol=1e-6)
@@ -72,10 +80,13 @@ def test_multiply_gradients_by_path_ref_and_tensor(kv):
     other = keras_var("other", 1.0)
     sparse = tf.IndexedSlices(tf.constant([[1.0, 2.0]]), tf.constant([0]))
     out = gradients.multiply_gradients(
-        [(tf.constant([1.0, 2.0]), bias), (sparse, kernel),
-         (tf.constant([1.0, 1.0]), tfv), (tf.constant([5.0]), other)],
-        {"fc1/bias": 3.0, "fc1/kernel": tf.constant(0.5),
-         tfv.ref(): 2},
+        [
+            (tf.constant([1.0, 2.0]), bias),
+            (sparse, kernel),
+            (tf.constant([1.0, 1.0]), tfv),
+            (tf.constant([5.0]), other),
+        ],
+        {"fc1/bias": 3.0, "fc1/kernel": tf.constant(0.5), tfv.ref(): 2},
     )
     np.testing.assert_array_equal(out[0][0].numpy(), [3.0, 6.0])
     assert isinstance(out[1][0], tf.IndexedSlices)

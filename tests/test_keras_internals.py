@@ -37,8 +37,12 @@ def test_private_names_exist():
     assert callable(model_module.functional_init_arguments)
     assert model_module.Trainer is tf_trainer.TensorFlowTrainer
     assert issubclass(functional.Functional, keras.Model)
-    for name in ("_compute_loss", "_resolve_auto_jit_compile",
-                 "_autoconvert_optionals", "_symbolic_build"):
+    for name in (
+        "_compute_loss",
+        "_resolve_auto_jit_compile",
+        "_autoconvert_optionals",
+        "_symbolic_build",
+    ):
         assert callable(getattr(keras.Model, name)), name
     model = compile_model(mlp(cls=keras.Model))
     assert isinstance(model._loss_tracker, keras.metrics.Mean)
@@ -71,6 +75,7 @@ def test_optimizer_sums_across_replicas_unless_presummed(mirrored):
                     optimizer.apply([grad], [variable])
             else:
                 optimizer.apply([grad], [variable])
+
         mirrored.run(replica_fn)
 
     step(False)

@@ -26,7 +26,8 @@ def test_policy_update_equals_hand_computed_sgd_step():
     x, y = classification_data(64)
     policy = keras_slim.GradientPolicy(
         multipliers={"logits/.*": 3.0, r".*/bias": 0.5},
-        freeze=["fc1/bias"], clip_norm=0.05,
+        freeze=["fc1/bias"],
+        clip_norm=0.05,
     )
     model = compile_model(mlp(policy), keras.optimizers.SGD(0.1))
     w0 = weights(model)
@@ -68,7 +69,12 @@ def test_history_equals_builtin_train_step(steps_per_execution):
             steps_per_execution=steps_per_execution,
         )
         history = model.fit(
-            x, y, sample_weight=sw, batch_size=32, epochs=2, shuffle=False,
+            x,
+            y,
+            sample_weight=sw,
+            batch_size=32,
+            epochs=2,
+            shuffle=False,
             verbose=0,
         )
         histories.append(history.history)
@@ -122,7 +128,8 @@ def _nan_data():
 def test_nan_loss_skips_step_and_raises(steps_per_execution):
     x, y = _nan_data()
     model = compile_model(
-        mlp(), keras.optimizers.Adam(0.01),
+        mlp(),
+        keras.optimizers.Adam(0.01),
         steps_per_execution=steps_per_execution,
     )
     reference = compile_model(mlp(), keras.optimizers.Adam(0.01))
@@ -198,7 +205,8 @@ def test_policy_is_resolved_once_per_train_function(monkeypatch):
     calls = []
     original = keras_slim.GradientPolicy.resolve
     monkeypatch.setattr(
-        keras_slim.GradientPolicy, "resolve",
+        keras_slim.GradientPolicy,
+        "resolve",
         lambda self, model: calls.append(1) or original(self, model),
     )
     x, y = classification_data(64)
@@ -253,8 +261,9 @@ class Subclassed(keras_slim.SlimModel):
 def test_subclassed_slim_model_applies_policy():
     x, y = classification_data(64)
     # A subclassed model's paths start with its name: subclassed/fc1/kernel.
-    model = Subclassed(gradient_policy=keras_slim.GradientPolicy(
-        freeze=["subclassed/fc1/.*"]))
+    model = Subclassed(
+        gradient_policy=keras_slim.GradientPolicy(freeze=["subclassed/fc1/.*"])
+    )
     model(x[:1])
     compile_model(model)
     before = weights(model)
@@ -297,10 +306,14 @@ def test_config_round_trip():
 def test_wrap_shares_layers_and_weights(kind):
     keras.utils.set_random_seed(0)
     if kind == "sequential":
-        base = keras.Sequential([
-            keras.Input((8,)), keras.layers.Dense(16, name="fc1"),
-            keras.layers.Dense(3, name="logits"),
-        ], name="base")
+        base = keras.Sequential(
+            [
+                keras.Input((8,)),
+                keras.layers.Dense(16, name="fc1"),
+                keras.layers.Dense(3, name="logits"),
+            ],
+            name="base",
+        )
     else:
         base = mlp(cls=keras.Model, name="base")
     compile_model(base)
@@ -311,8 +324,9 @@ def test_wrap_shares_layers_and_weights(kind):
     assert all(a is b for a, b in zip(model.weights, base.weights))
     assert model.compiled and model.gradient_policy is policy
     x, y = classification_data(64)
-    np.testing.assert_array_equal(model.predict(x, verbose=0),
-                                  base.predict(x, verbose=0))
+    np.testing.assert_array_equal(
+        model.predict(x, verbose=0), base.predict(x, verbose=0)
+    )
     before = weights(model)
     model.fit(x, y, batch_size=32, verbose=0)
     np.testing.assert_array_equal(weights(base)[0], before[0])
@@ -332,13 +346,21 @@ def test_wrap_rejects_what_it_cannot_wrap():
 
 def test_subclassed_model_built_on_first_trace():
     x, y = classification_data(64)
-    model = compile_model(Subclassed(gradient_policy=keras_slim.GradientPolicy(
-        multipliers={".*/logits/.*": 2.0})))
+    model = compile_model(
+        Subclassed(
+            gradient_policy=keras_slim.GradientPolicy(
+                multipliers={".*/logits/.*": 2.0}
+            )
+        )
+    )
     model.fit(x, y, batch_size=32, verbose=0)
     assert int(model.optimizer.iterations.numpy()) == 2
     assert [v.path for v in model._keras_slim_plan.variables] == [
-        "subclassed/fc1/kernel", "subclassed/fc1/bias",
-        "subclassed/logits/kernel", "subclassed/logits/bias"]
+        "subclassed/fc1/kernel",
+        "subclassed/fc1/bias",
+        "subclassed/logits/kernel",
+        "subclassed/logits/bias",
+    ]
     assert model._keras_slim_plan.multipliers == (None, None, 2.0, 2.0)
 
 

@@ -25,8 +25,12 @@ POLICIES = {
     "clip_norm": {"clip_norm": 0.05},
     "clip_global_norm": {"clip_global_norm": 0.05},
     "no_check_numerics": {"check_numerics": False},
-    "all": {"multipliers": {"logits/.*": 3.0}, "freeze": ["fc1/bias"],
-            "trainable": ["fc1", "logits"], "clip_norm": 0.05},
+    "all": {
+        "multipliers": {"logits/.*": 3.0},
+        "freeze": ["fc1/bias"],
+        "trainable": ["fc1", "logits"],
+        "clip_norm": 0.05,
+    },
 }
 
 
@@ -99,9 +103,7 @@ def test_nan_under_mirrored_skips_step_on_every_replica(mirrored):
     for variable in model.weights:
         replicas = variable.value.values
         for replica in replicas[1:]:
-            np.testing.assert_array_equal(
-                replica.numpy(), replicas[0].numpy()
-            )
+            np.testing.assert_array_equal(replica.numpy(), replicas[0].numpy())
 
 
 def _embedding_model(policy):
@@ -139,11 +141,13 @@ def test_keras_optimizer_clipnorm_is_not_exact_under_mirrored(mirrored):
     """Why SlimModel exists: Keras clips per replica, before the sum."""
     results = []
     for strategy in (None, mirrored):
+
         def build():
             model = mlp(cls=keras.Model)
             return compile_model(
                 model, keras.optimizers.SGD(0.5, momentum=0.9, clipnorm=0.05)
             )
+
         if strategy is None:
             model = build()
         else:

@@ -18,8 +18,10 @@ from tests.helpers import mlp
         ({"clip_norm": "1"}, "Received: clip_norm='1'"),
         ({"clip_norm": float("nan")}, "Received: clip_norm=nan"),
         ({"clip_global_norm": 0.0}, "Received: clip_global_norm=0.0"),
-        ({"clip_norm": 1.0, "clip_global_norm": 2.0},
-         "Only one of `clip_norm` and `clip_global_norm`"),
+        (
+            {"clip_norm": 1.0, "clip_global_norm": 2.0},
+            "Only one of `clip_norm` and `clip_global_norm`",
+        ),
         ({"multipliers": [("fc1/.*", 2.0)]}, "Received: multipliers="),
         ({"multipliers": {"fc1/.*": "2"}}, "multiplier for 'fc1/.*' must be"),
         ({"multipliers": {"fc1/.*": True}}, "must be a finite number"),
@@ -44,13 +46,19 @@ def test_single_pattern_string_is_a_list_of_one():
 
 def test_config_round_trip():
     policy = keras_slim.GradientPolicy(
-        multipliers={"a": 2, r".*/bias": 0.5}, freeze=["b"], trainable=["a"],
-        clip_global_norm=3, check_numerics=False,
+        multipliers={"a": 2, r".*/bias": 0.5},
+        freeze=["b"],
+        trainable=["a"],
+        clip_global_norm=3,
+        check_numerics=False,
     )
     config = policy.get_config()
     assert config == {
-        "multipliers": {"a": 2.0, ".*/bias": 0.5}, "freeze": ["b"],
-        "trainable": ["a"], "clip_norm": None, "clip_global_norm": 3.0,
+        "multipliers": {"a": 2.0, ".*/bias": 0.5},
+        "freeze": ["b"],
+        "trainable": ["a"],
+        "clip_norm": None,
+        "clip_global_norm": 3.0,
         "check_numerics": False,
     }
     assert keras_slim.GradientPolicy.from_config(config) == policy
@@ -110,8 +118,10 @@ def test_describe_table():
     outputs = keras.layers.Dense(1, name="logits")(hidden)
     model = keras.Model(inputs, outputs)
     policy = keras_slim.GradientPolicy(
-        multipliers={"logits/.*": 2.0, r".*/bias": 0.5}, freeze=["fc1/.*"],
-        trainable=["fc1", "logits"], clip_norm=1.0,
+        multipliers={"logits/.*": 2.0, r".*/bias": 0.5},
+        freeze=["fc1/.*"],
+        trainable=["fc1", "logits"],
+        clip_norm=1.0,
     )
     # logits/bias: 2.0 (logits/.*) times 0.5 (.*/bias).
     assert policy.describe(model).splitlines() == [

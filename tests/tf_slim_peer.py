@@ -39,8 +39,11 @@ def run(code, timeout=120):
     source = _PRELUDE + textwrap.dedent(code)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     result = subprocess.run(
-        [sys.executable, "-c", source], capture_output=True, text=True,
-        timeout=timeout, env=env,
+        [sys.executable, "-c", source],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
     if result.returncode != 0:
         raise RuntimeError(f"TF-Slim peer failed:\n{result.stderr[-3000:]}")

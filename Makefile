@@ -1,0 +1,38 @@
+# keras_slim: the two set-up commands are `make demo` and `make test`.
+# Both create .venv on first use (Python 3.11, or python3) and install the
+# package with its dev extras; the install is redone when pyproject.toml
+# changes.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Two workers: the suite is sized for 2 cores (under 10 minutes).
+PYTEST_WORKERS ?= 2
+
+.PHONY: demo test lint docs bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/python examples/policy_demo.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check keras_slim tests bench examples
+	$(BIN)/ruff format --check keras_slim tests bench examples
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+test: lint docs
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/policy_overhead.py
+
+clean:
+	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info

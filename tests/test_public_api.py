@@ -1,0 +1,39 @@
+"""The public API: every exported name is documented and importable."""
+
+import pathlib
+
+import keras_slim
+from keras_slim import gradients
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "api"
+
+
+def documented():
+    text = "\n".join(p.read_text() for p in DOCS.glob("*.md"))
+    return {
+        line.split()[1] for line in text.splitlines() if line.startswith("::: ")
+    } | {
+        line.strip()[2:]
+        for line in text.splitlines()
+        if line.strip().startswith("- ")
+    }
+
+
+def test_every_exported_name_is_in_the_api_docs():
+    names = documented()
+    missing = [
+        name for name in keras_slim.__all__ if f"keras_slim.{name}" not in names
+    ]
+    assert not missing, f"not in docs/api: {missing}"
+
+
+def test_every_gradients_function_is_in_the_api_docs():
+    names = documented()
+    missing = [name for name in gradients.__all__ if name not in names]
+    assert not missing, f"not in docs/api/gradients.md: {missing}"
+
+
+def test_all_names_exist():
+    for module in (keras_slim, gradients):
+        for name in module.__all__:
+            assert hasattr(module, name), name
