@@ -1,11 +1,14 @@
 """keras_slim: TF-Slim's training machinery on Keras 3.
 
 Gradient policies (multipliers, freezing, clipping, NaN checks) applied
-after the cross-replica sum, in a `keras.Model` train step.
+after the cross-replica sum, in a `keras.Model` train step; training
+services as callbacks for `model.fit`, and `train()` for TF-Slim code.
 """
 
+from keras_slim import callbacks
 from keras_slim import gradients
 from keras_slim.errors import NanLossDuringTrainingError
+from keras_slim.learning import train
 from keras_slim.model import SlimModel
 from keras_slim.model import wrap
 from keras_slim.policy import GradientPolicy
@@ -16,6 +19,8 @@ __all__ = [
     "GradientPolicy",
     "NanLossDuringTrainingError",
     "SlimModel",
+    "callbacks",
     "gradients",
+    "train",
     "wrap",
 ]

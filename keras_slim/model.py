@@ -205,10 +205,6 @@ class SlimModel(keras.Model):
                 sample_weight=sample_weight,
                 training=True,
             )
-            self._loss_tracker.update_state(
-                unscale_loss_for_distribution(loss),
-                sample_weight=_batch_size(x),
-            )
             scaled_loss = self.optimizer.scale_loss(loss)
         plan = self._plan()
         grads = tape.gradient(scaled_loss, list(plan.variables))
@@ -221,10 +217,23 @@ class SlimModel(keras.Model):
             finite = tf.math.is_finite(total_loss)
             if self._raise_on_nonfinite:
                 error = [_NONFINITE, total_loss]
+        self._track_loss(loss, _batch_size(x), finite)
         _optimizer.apply_gradients(
             self.optimizer, grads, plan.variables, finite, error
         )
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _track_loss(self, loss, batch_size, finite):
+        """Reports the step's loss as the built-in train step does.
+
+        A step skipped for a non-finite loss (when the model does not
+        raise) does not count in the reported mean, as if it never ran.
+        """
+        loss = unscale_loss_for_distribution(loss)
+        if finite is not None and not self._raise_on_nonfinite:
+            loss = tf.where(finite, loss, tf.zeros_like(loss))
+            batch_size = tf.where(finite, batch_size, 0)
+        self._loss_tracker.update_state(loss, sample_weight=batch_size)
 
     def _plan(self):
         """Returns the resolved policy, resolving it on the first trace."""

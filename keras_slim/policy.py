@@ -26,20 +26,14 @@ import keras
 import tensorflow as tf
 
 from keras_slim import gradients as gradients_lib
+from keras_slim._validation import invalid
 
 __all__ = ["GradientPolicy", "PolicyPlan"]
 
 
-def _invalid(name, value, expected):
-    return ValueError(
-        f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
-        f"Expected {expected}."
-    )
-
-
 def _check_pattern(name, pattern):
     if not isinstance(pattern, str):
-        raise _invalid(name, pattern, "a regular expression string")
+        raise invalid(name, pattern, "a regular expression string")
     try:
         re.compile(pattern)
     except re.error as e:
@@ -56,7 +50,7 @@ def _check_patterns(name, value):
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)):
-        raise _invalid(name, value, "a list of regular expression strings")
+        raise invalid(name, value, "a list of regular expression strings")
     return tuple(_check_pattern(name, p) for p in value)
 
 
@@ -68,7 +62,7 @@ def _check_multipliers(value):
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _invalid(
+        raise invalid(
             "multipliers", value, "a dict mapping patterns to numbers"
         )
     checked = {}
@@ -88,7 +82,7 @@ def _check_clip(name, value):
     if value is None:
         return None
     if not _is_number(value) or not math.isfinite(value) or value <= 0:
-        raise _invalid(name, value, "a positive number or None")
+        raise invalid(name, value, "a positive number or None")
     return float(value)
 
 
@@ -239,7 +233,7 @@ class GradientPolicy:
                 f"clip_global_norm={clip_global_norm}."
             )
         if not isinstance(check_numerics, bool):
-            raise _invalid("check_numerics", check_numerics, "True or False")
+            raise invalid("check_numerics", check_numerics, "True or False")
         self.check_numerics = check_numerics
 
     def get_config(self):

@@ -1,0 +1,22 @@
+"""Callbacks for `model.fit`: TF-Slim's training services.
+
+- `LogEveryNSteps`: the loss of the step, every n global steps;
+- `StopAtStep`: stop after n more steps, or at a global step;
+- `NanLossGuard`: stop (or go on) when the loss is not finite;
+- `Checkpoints`: save on intervals, resume from the latest.
+
+The global step is `model.optimizer.iterations`. Each works with any
+`model.fit`, on a `SlimModel` or a plain `keras.Model`.
+"""
+
+from keras_slim.callbacks.checkpoints import Checkpoints
+from keras_slim.callbacks.log_every_n_steps import LogEveryNSteps
+from keras_slim.callbacks.nan_loss_guard import NanLossGuard
+from keras_slim.callbacks.stop_at_step import StopAtStep
+
+__all__ = [
+    "Checkpoints",
+    "LogEveryNSteps",
+    "NanLossGuard",
+    "StopAtStep",
+]

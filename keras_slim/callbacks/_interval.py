@@ -1,0 +1,92 @@
+"""One trigger for `every_n_steps` / `every_n_secs` intervals.
+
+Every callback that acts "every N steps or every T seconds" asks this
+trigger. It takes the global step (and a time, or a clock that tests
+replace) and says whether the interval has elapsed. It counts step jumps:
+with `steps_per_execution = 4` the step goes 4, 8, 12, ... and an interval
+of 10 steps fires at 12 and 20, the first steps at or past each multiple.
+Like CommonLoopUtils' `PeriodicAction.__call__(step, t=None) -> bool`.
+"""
+
+import time
+
+from keras_slim import _validation
+
+
+class IntervalTrigger:
+    """Fires when `every_n_steps` steps or `every_n_secs` seconds passed.
+
+    Args:
+        every_n_steps: Positive integer or `None`. Fires at the first step
+            at or past each multiple of `every_n_steps`.
+        every_n_secs: Positive number or `None`. Fires when that many
+            seconds passed since the trigger last fired (or was reset).
+        clock: A function returning seconds; `time.monotonic` by default.
+
+    Raises:
+        ValueError: if `every_n_steps` or `every_n_secs` is not positive.
+
+    Example:
+    ```python
+    trigger = IntervalTrigger(every_n_steps=100)
+    trigger.reset(step=0)
+    trigger(step=100)  # True
+    ```
+    """
+
+    def __init__(self, every_n_steps=None, every_n_secs=None, clock=None):
+        self.every_n_steps = _validation.positive_int_or_none(
+            "every_n_steps", every_n_steps
+        )
+        self.every_n_secs = _validation.positive_number_or_none(
+            "every_n_secs", every_n_secs
+        )
+        self._clock = clock or time.monotonic
+        self._last_step = None
+        self._last_time = None
+
+    @property
+    def enabled(self):
+        """Whether the trigger can fire at all."""
+        return self.every_n_steps is not None or self.every_n_secs is not None
+
+    def reset(self, step, t=None):
+        """Starts counting both intervals from `step` and now (or `t`)."""
+        self._last_step = int(step)
+        self._last_time = self._clock() if t is None else t
+
+    def would_fire(self, step, t=None):
+        """Whether `__call__(step, t)` would fire, without firing.
+
+        Args:
+            step: The global step.
+            t: The time, in the clock's seconds; now when `None`.
+
+        Returns:
+            A boolean.
+        """
+        if self._last_step is None:
+            raise RuntimeError("IntervalTrigger used before `reset()`.")
+        n = self.every_n_steps
+        if n is not None and step // n > self._last_step // n:
+            return True
+        if self.every_n_secs is not None:
+            t = self._clock() if t is None else t
+            return t - self._last_time >= self.every_n_secs
+        return False
+
+    def __call__(self, step, t=None):
+        """Returns whether the interval elapsed at `step`, and if so restarts.
+
+        Args:
+            step: The global step.
+            t: The time, in the clock's seconds; now when `None`.
+
+        Returns:
+            A boolean: `True` when the trigger fired.
+        """
+        t = self._clock() if (t is None and self.every_n_secs) else t
+        if not self.would_fire(step, t):
+            return False
+        self.reset(step, t)
+        return True

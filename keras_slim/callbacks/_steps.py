@@ -1,0 +1,127 @@
+"""The global step and the loss of one step, seen from the host.
+
+Callbacks need the global step (`model.optimizer.iterations`) on every
+batch, but reading a variable waits for the device. `StepCounter` reads it
+once when training begins and then counts the steps each batch ran
+(`steps_per_execution` of them), re-reading it only when asked, e.g. on a
+step where a callback acts.
+
+Keras puts the running mean of the epoch's loss in `logs`; TF-Slim logged
+and returned the loss of one step. `StepLoss` gets it from the model's loss
+tracker (the `Mean` metric named `"loss"`, which the built-in train step
+and `SlimModel` update with the batch's loss weighted by its size): its
+`total` and `count` read before and after a step give that step's loss
+and batch size. Both are read only around the steps that need them.
+"""
+
+
+def global_step(model):
+    """Returns `model.optimizer.iterations` as a Python int (a host read)."""
+    return int(model.optimizer.iterations.numpy())
+
+
+def steps_in_batch(begin, end):
+    """The number of steps Keras ran between batch indices `begin`, `end`."""
+    return int(end) - int(begin) + 1
+
+
+class StepCounter:
+    """The global step, counted on the host between explicit reads.
+
+    Args:
+        model: A compiled Keras model.
+
+    Example:
+    ```python
+    counter = StepCounter(model)
+    counter.sync()  # reads optimizer.iterations
+    counter.advance(begin=0, end=3)  # steps_per_execution = 4
+    ```
+    """
+
+    def __init__(self, model):
+        self._model = model
+        self.step = None
+
+    def sync(self):
+        """Reads the global step from the optimizer; returns it."""
+        self.step = global_step(self._model)
+        return self.step
+
+    def next_step(self, steps_per_execution):
+        """The global step after the coming batch, if it runs in full."""
+        return self.step + steps_per_execution
+
+    def advance(self, begin, end):
+        """Counts the steps of a finished batch; returns the new step."""
+        self.step += steps_in_batch(begin, end)
+        return self.step
+
+
+def _loss_tracker(model):
+    for metric in getattr(model, "metrics", []):
+        if metric.name == "loss" and hasattr(metric, "total"):
+            return metric
+    return None
+
+
+class StepLoss:
+    """The loss (and global batch size) of the steps of one batch.
+
+    Args:
+        model: A compiled Keras model whose train step reports its loss
+            through a `Mean` metric named `"loss"` (the built-in train step
+            and `SlimModel` do).
+
+    Example:
+    ```python
+    step_loss = StepLoss(model)
+    step_loss.mark()  # before the batch
+    ...  # the train function runs
+    loss, examples = step_loss.since_mark()
+    ```
+    """
+
+    def __init__(self, model):
+        self._tracker = _loss_tracker(model)
+        self._mark = None
+
+    @property
+    def available(self):
+        """Whether the model has a loss tracker to read."""
+        return self._tracker is not None
+
+    def _read(self):
+        return (
+            float(self._tracker.total.numpy()),
+            float(self._tracker.count.numpy()),
+        )
+
+    def mark(self):
+        """Reads the tracker before the steps whose loss is wanted."""
+        self._mark = self._read() if self.available else None
+
+    @property
+    def marked(self):
+        """Whether `mark()` was called since the last `since_mark()`."""
+        return self._mark is not None
+
+    def since_mark(self):
+        """Returns `(loss, examples)` of the steps since `mark()`.
+
+        Returns:
+            The mean loss of those steps, weighted by batch size as Keras
+            weights it, and the number of examples they saw; `(None, None)`
+            when nothing was marked or no example was seen.
+        """
+        if self._mark is None:
+            return None, None
+        total, count = self._read()
+        total0, count0 = self._mark
+        self._mark = None
+        examples = count - count0
+        if examples <= 0:
+            # Keras reset its metrics (a new epoch) after the mark.
+            return None, None
+        # A non-finite total stays so for the epoch: inf - inf is nan.
+        return (total - total0) / examples, examples

@@ -1,0 +1,102 @@
+"""`StopAtStep`: stop training at a global step (contrib.learn semantics)."""
+
+import keras
+
+from keras_slim import _validation
+from keras_slim.callbacks._steps import StepCounter
+
+
+def _no_step(iterator):
+    """A train function that runs no step (the target is already reached)."""
+    del iterator
+    return {}
+
+
+class StopAtStep(keras.callbacks.Callback):
+    """Stops `fit` after a number of steps or at a global step.
+
+    contrib.learn's `StopAtStepHook`:
+
+    - `num_steps`: run that many more steps in this `fit` call; two calls of
+      `num_steps=100` give 200 steps;
+    - `last_step`: stop when the global step (`optimizer.iterations`)
+      reaches it; a second call runs no step at all.
+
+    The target is computed when the first batch begins, after every
+    callback's `on_train_begin` (so after `Checkpoints` restored a run). The
+    global step is counted on the host and read from the optimizer only
+    when the count reaches the target. With `steps_per_execution > 1`,
+    training stops at the first execution boundary at or past the target.
+    When the target is already reached, the `fit` call runs no step and
+    its epoch logs are empty.
+
+    Args:
+        num_steps: Positive integer: steps to run in this call.
+        last_step: Non-negative integer: the global step to stop at.
+
+    Raises:
+        ValueError: unless exactly one of `num_steps` and `last_step` is
+            given, or if the one given is not a valid integer.
+
+    Example:
+    ```python
+    model.fit(dataset, epochs=1000, callbacks=[StopAtStep(last_step=5000)])
+    ```
+    """
+
+    def __init__(self, num_steps=None, last_step=None):
+        super().__init__()
+        if (num_steps is None) == (last_step is None):
+            raise ValueError(
+                "Exactly one of `num_steps` and `last_step` must be set. "
+                f"Received: num_steps={num_steps!r}, last_step={last_step!r}"
+            )
+        if num_steps is not None:
+            num_steps = _validation.positive_int("num_steps", num_steps)
+        if last_step is not None and (
+            not isinstance(last_step, int)
+            or isinstance(last_step, bool)
+            or last_step < 0
+        ):
+            raise _validation.invalid(
+                "last_step", last_step, "a non-negative integer"
+            )
+        self.num_steps = num_steps
+        self.last_step = last_step
+
+    def on_train_begin(self, logs=None):
+        self._counter = StepCounter(self.model)
+        self.target = None
+        self._train_function = None
+
+    def _start(self):
+        step = self._counter.sync()
+        self.target = (
+            step + self.num_steps if self.num_steps else self.last_step
+        )
+        if step >= self.target:
+            self._train_function = self.model.train_function
+            self.model.train_function = _no_step
+            self.model.stop_training = True
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.target is None:
+            self._start()
+        self._batch_begin = batch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._train_function is not None:
+            return
+        step = self._counter.advance(self._batch_begin, batch)
+        # The count may run ahead of the optimizer (a skipped step): read it.
+        if step >= self.target and self._counter.sync() >= self.target:
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.target is not None:
+            self._counter.sync()
+
+    def on_train_end(self, logs=None):
+        if self._train_function is not None:
+            self.model.train_function = self._train_function
+            self._train_function = None

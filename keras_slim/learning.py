@@ -1,0 +1,348 @@
+"""`keras_slim.train`: TF-Slim's `slim.learning.train` on `model.fit`.
+
+The loop is Keras's `fit`; the services are keras_slim's callbacks:
+`Checkpoints` (restore at begin, save on intervals and at the end),
+`StopAtStep(last_step=number_of_steps)`, `NanLossGuard` and
+`LogEveryNSteps`. What `train` adds is TF-Slim's contract: train up to a
+global step, stop when finite data runs out, and return the loss of the
+last step.
+"""
+
+import math
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_slim import _validation
+from keras_slim.callbacks import Checkpoints
+from keras_slim.callbacks import LogEveryNSteps
+from keras_slim.callbacks import NanLossGuard
+from keras_slim.callbacks import StopAtStep
+from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepLoss
+from keras_slim.callbacks._steps import global_step
+
+__all__ = ["train"]
+
+_DEFAULT_SECS = 600
+_DEFAULT_KEEP = 5
+
+
+class _LastStepLoss(keras.callbacks.Callback):
+    """Records the loss of the last step run (what TF-Slim's train returns).
+
+    The tracker is read around a batch only when that batch may be the last:
+    when the stop step is known (`last_step`, or finite data of known
+    length). For data of unknown length, around every batch.
+    """
+
+    def __init__(self, last_step=None):
+        super().__init__()
+        self._last_step = last_step
+        self.loss = None
+
+    def on_train_begin(self, logs=None):
+        self._counter = StepCounter(self.model)
+        self._step_loss = StepLoss(self.model)
+        self._counter.sync()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._batch_begin = batch
+        spe = self.model.steps_per_execution
+        if self._last_step is None or (
+            self._counter.next_step(spe) >= self._last_step
+        ):
+            self._step_loss.mark()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._counter.advance(self._batch_begin, batch)
+        if self._step_loss.marked:
+            loss, _ = self._step_loss.since_mark()
+            if loss is not None:
+                self.loss = loss
+            elif logs and "loss" in logs:
+                self.loss = logs["loss"]
+
+
+def _check_arguments(args):
+    _validation.positive_int_or_none("number_of_steps", args["number_of_steps"])
+    _validation.positive_int_or_none(
+        "log_every_n_steps", args["log_every_n_steps"]
+    )
+    for name in ("save_summaries_secs", "save_interval_secs"):
+        _validation.positive_number_or_none(name, args[name])
+    for name in ("save_summaries_steps", "save_interval_steps"):
+        _validation.positive_int_or_none(name, args[name])
+    _validation.positive_int_or_none(
+        "trace_every_n_steps", args["trace_every_n_steps"]
+    )
+    _validation.positive_int_or_none(
+        "keep_checkpoint_max", args["keep_checkpoint_max"]
+    )
+    delay = args["startup_delay_steps"]
+    if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+        raise _validation.invalid(
+            "startup_delay_steps", delay, "a non-negative integer"
+        )
+    _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
+    if args["is_chief"] is not None:
+        _validation.boolean("is_chief", args["is_chief"])
+
+
+def _check_logdir(args):
+    """TF-Slim's errors for what needs a logdir when there is none."""
+    if args["logdir"] is not None:
+        return
+    needs_logdir = {
+        "save_summaries_steps": args["save_summaries_steps"] is not None,
+        "trace_every_n_steps": args["trace_every_n_steps"] is not None,
+        "save_interval_steps": args["save_interval_steps"] is not None,
+        "save_summaries_secs": args["save_summaries_secs"]
+        not in (None, _DEFAULT_SECS),
+        "save_interval_secs": args["save_interval_secs"]
+        not in (None, _DEFAULT_SECS),
+        "keep_checkpoint_max": args["keep_checkpoint_max"] != _DEFAULT_KEEP,
+    }
+    for name, asked in needs_logdir.items():
+        if asked:
+            raise ValueError(
+                f"Cannot provide `{name}` because logdir=None. Received: "
+                f"{name}={args[name]!r}. Pass a `logdir` to write "
+                "checkpoints, summaries or traces."
+            )
+
+
+def _check_not_yet(args):
+    """Arguments whose services are not built yet: an error, not silence."""
+    summaries = args["logdir"] is not None and (
+        args["save_summaries_secs"] is not None
+        or args["save_summaries_steps"] is not None
+    )
+    pending = {
+        "save_summaries_secs / save_summaries_steps": summaries,
+        "trace_every_n_steps": args["trace_every_n_steps"] is not None,
+        "warm_start": args["warm_start"] is not None,
+    }
+    for name, asked in pending.items():
+        if asked:
+            raise NotImplementedError(
+                f"`{name}` is not supported by keras_slim.train yet. Pass "
+                "save_summaries_secs=None (and no save_summaries_steps, "
+                "trace_every_n_steps or warm_start) to train without them."
+            )
+
+
+def _dataset(data, batch_size, repeat):
+    if isinstance(data, tf.data.Dataset):
+        if batch_size is not None:
+            raise ValueError(
+                "`batch_size` is only for array data; a tf.data.Dataset is "
+                f"already batched. Received: batch_size={batch_size!r}"
+            )
+        return data
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise _validation.invalid(
+            "data",
+            type(data).__name__,
+            "a tf.data.Dataset of (x, y) batches, or a tuple (x, y) of "
+            "arrays with `batch_size`",
+        )
+    batch_size = _validation.positive_int_or_none("batch_size", batch_size)
+    if batch_size is None:
+        raise ValueError(
+            "`batch_size` is not set. Pass `batch_size` to "
+            "keras_slim.train when `data` is a tuple (x, y) of arrays."
+        )
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(data))
+    dataset = dataset.batch(batch_size)
+    return dataset.repeat() if repeat else dataset
+
+
+def _known_length(dataset):
+    cardinality = int(dataset.cardinality().numpy())
+    return cardinality if cardinality >= 0 else None
+
+
+def _is_sync_multi_worker(strategy):
+    return isinstance(
+        strategy,
+        (
+            tf.distribute.MultiWorkerMirroredStrategy,
+            tf.distribute.experimental.MultiWorkerMirroredStrategy,
+        ),
+    )
+
+
+def _wait_for_startup(model, target, sleep, poll_secs):
+    """A non-chief worker waits for the global step to reach `target`."""
+    while global_step(model) < target:
+        sleep(poll_secs)
+
+
+def train(
+    model,
+    data,
+    *,
+    logdir,
+    number_of_steps=None,
+    log_every_n_steps=1,
+    save_summaries_secs=600,
+    save_summaries_steps=None,
+    save_interval_secs=600,
+    save_interval_steps=None,
+    keep_checkpoint_max=5,
+    trace_every_n_steps=None,
+    warm_start=None,
+    startup_delay_steps=0,
+    fail_on_nan_loss=True,
+    callbacks=None,
+    is_chief=None,
+    batch_size=None,
+    _sleep=time.sleep,
+):
+    """Trains a compiled model as TF-Slim's `slim.learning.train` did.
+
+    Runs `model.fit` on `data` with keras_slim's callbacks until the global
+    step (`model.optimizer.iterations`) reaches `number_of_steps`, or until
+    finite data runs out (TF-Slim's `OutOfRangeError` stop). With a
+    `logdir`, the latest checkpoint there is restored first, so a rerun
+    continues where the last run stopped, checkpoints `model.ckpt-<global
+    step>` are saved every `save_interval_secs` seconds and/or
+    `save_interval_steps` steps, and once more at the end (by the chief
+    only). With `steps_per_execution > 1`, training stops at the first
+    execution boundary at or past `number_of_steps`.
+
+    Args:
+        model: A compiled Keras model (a `SlimModel` for gradient policies).
+        data: A `tf.data.Dataset` of `(x, y)` batches, or a tuple `(x, y)`
+            of arrays together with `batch_size`. Arrays are repeated until
+            `number_of_steps` when it is set, else seen once.
+        logdir: Directory for checkpoints, or `None` to write nothing.
+        number_of_steps: Positive integer: the global step to stop at, or
+            `None` to train until the data runs out.
+        log_every_n_steps: Positive integer or `None`: log the loss of the
+            step at global steps that are multiples of it (`LogEveryNSteps`).
+        save_summaries_secs: Summaries every this many seconds (`None`: no
+            time trigger). Not supported yet: pass `None` with a `logdir`.
+        save_summaries_steps: Summaries every this many steps. Not
+            supported yet.
+        save_interval_secs: Save a checkpoint every this many seconds
+            (`None`: no time trigger).
+        save_interval_steps: Save a checkpoint every this many steps.
+        keep_checkpoint_max: How many recent checkpoints to keep.
+        trace_every_n_steps: Trace steps 0, N, 2N, ... Not supported yet.
+        warm_start: Initialise from another checkpoint. Not supported yet.
+        startup_delay_steps: A non-chief worker first waits until the global
+            step reaches `min(startup_delay_steps, number_of_steps)`.
+        fail_on_nan_loss: Whether a non-finite loss raises
+            `keras_slim.NanLossDuringTrainingError` (`NanLossGuard`); `False`
+            goes on training, a `SlimModel`'s numeric check included.
+        callbacks: More Keras callbacks for `fit`.
+        is_chief: Whether this process writes checkpoints; `None` asks the
+            distribution strategy (the chief worker, or the only process).
+        batch_size: Positive integer, with array `data` only.
+
+    Returns:
+        The loss of the last step, as a float (not Keras's running mean of
+        the epoch), or `None` when no step ran (the global step had already
+        reached `number_of_steps`).
+
+    Raises:
+        ValueError: before any step, for an invalid argument; for
+            checkpoint, summary or trace settings with `logdir=None`, as in
+            TF-Slim; for `startup_delay_steps > 0` under a synchronous
+            multi-worker strategy; for a model that is not compiled.
+        NotImplementedError: for summaries, traces and warm start, which
+            later releases add.
+        keras_slim.NanLossDuringTrainingError: for a non-finite loss, when
+            `fail_on_nan_loss`.
+
+    Example:
+    ```python
+    final_loss = keras_slim.train(
+        model,
+        dataset,
+        logdir="/tmp/run",
+        number_of_steps=1000,
+        save_summaries_secs=None,
+        save_interval_steps=100,
+    )
+    ```
+    """
+    args = dict(locals())
+    _check_arguments(args)
+    _check_logdir(args)
+    _check_not_yet(args)
+    if getattr(model, "optimizer", None) is None:
+        raise ValueError(
+            "The model is not compiled. Call `model.compile(optimizer, "
+            "loss)` before keras_slim.train."
+        )
+    strategy = model.distribute_strategy
+    if startup_delay_steps > 0 and _is_sync_multi_worker(strategy):
+        raise ValueError(
+            "`startup_delay_steps` must be 0 under a synchronous "
+            "multi-worker strategy (TF-Slim: with `sync_optimizer`). "
+            f"Received: startup_delay_steps={startup_delay_steps}"
+        )
+    if callbacks is not None and not all(
+        isinstance(c, keras.callbacks.Callback) for c in callbacks
+    ):
+        raise _validation.invalid(
+            "callbacks", callbacks, "a list of keras.callbacks.Callback"
+        )
+    if is_chief is None:
+        is_chief = bool(strategy.extended.should_checkpoint)
+    dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
+
+    services = []
+    if logdir is not None:
+        saver = Checkpoints(
+            logdir,
+            every_n_secs=save_interval_secs,
+            every_n_steps=save_interval_steps,
+            max_to_keep=keep_checkpoint_max,
+        )
+        saver._chief_override = is_chief
+        services.append(saver)
+    if number_of_steps is not None:
+        services.append(StopAtStep(last_step=number_of_steps))
+    services.append(NanLossGuard(fail=fail_on_nan_loss))
+    if log_every_n_steps is not None:
+        services.append(LogEveryNSteps(log_every_n_steps))
+    length = _known_length(dataset)
+    if length is None:
+        last_loss = _LastStepLoss(number_of_steps)
+    else:
+        last_loss = _LastStepLossOfFiniteData(length, number_of_steps)
+    services.append(last_loss)
+
+    if not is_chief and startup_delay_steps > 0:
+        target = min(startup_delay_steps, number_of_steps or math.inf)
+        _wait_for_startup(model, target, _sleep, poll_secs=1.0)
+
+    model.fit(
+        dataset,
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+        callbacks=services + list(callbacks or []),
+    )
+    return last_loss.loss
+
+
+class _LastStepLossOfFiniteData(_LastStepLoss):
+    """`_LastStepLoss` for data of known length: the last step is known."""
+
+    def __init__(self, length, number_of_steps):
+        super().__init__()
+        self._length = length
+        self._number_of_steps = number_of_steps
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        last = self._counter.step + self._length
+        if self._number_of_steps is not None:
+            last = min(last, self._number_of_steps)
+        self._last_step = last

@@ -1,0 +1,439 @@
+"""keras_slim.train: a port of TF-Slim's learning_test.py (TrainTest).
+
+Same data as TF-Slim's test: np.random.seed(0), 16 rows of 4 one-hot
+features whose position depends on the label; a 1-unit sigmoid Dense
+(slim's LogisticClassifier), binary cross-entropy (slim's log_loss), SGD
+with learning rate 1.0. The thresholds are TF-Slim's.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_slim
+
+NO_SUMMARIES = {"save_summaries_secs": None}
+
+
+def slim_data():
+    np.random.seed(0)
+    inputs = np.zeros((16, 4), dtype=np.float32)
+    labels = np.random.randint(0, 2, size=(16, 1)).astype(np.float32)
+    for i in range(16):
+        j = int(2 * labels[i, 0] + np.random.randint(0, 2))
+        inputs[i, j] = 1
+    return inputs, labels
+
+
+def dataset(repeat=None):
+    return tf.data.Dataset.from_tensors(slim_data()).repeat(repeat)
+
+
+def logistic_classifier(policy=None, learning_rate=1.0, seed=0):
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((4,))
+    outputs = keras.layers.Dense(1, activation="sigmoid", name="fc")(inputs)
+    model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate),
+        loss="binary_crossentropy",
+    )
+    return model
+
+
+def step(model):
+    return int(model.optimizer.iterations.numpy())
+
+
+def test_train_with_none_as_logdir():
+    model = logistic_classifier()
+    loss = keras_slim.train(model, dataset(), logdir=None, number_of_steps=300)
+    assert loss < 0.015
+    assert step(model) == 300
+
+
+def test_returns_the_loss_of_the_last_step_not_the_mean():
+    x, y = slim_data()
+    model = logistic_classifier()
+    loss = keras_slim.train(model, dataset(), logdir=None, number_of_steps=5)
+    reference = logistic_classifier()
+    keras_slim.train(reference, dataset(), logdir=None, number_of_steps=4)
+    expected = float(reference.compute_loss(x, y, reference(x)).numpy())
+    assert loss == pytest.approx(expected, abs=1e-6)
+
+
+def test_resume_train_achieves_roughly_the_same_loss(tmp_path):
+    for number_of_steps in (300, 301, 305):
+        model = logistic_classifier()
+        loss = keras_slim.train(
+            model,
+            dataset(),
+            logdir=str(tmp_path),
+            number_of_steps=number_of_steps,
+            **NO_SUMMARIES,
+        )
+        assert loss < 0.015
+        assert step(model) == number_of_steps
+        assert tf.train.latest_checkpoint(str(tmp_path)).endswith(
+            f"model.ckpt-{number_of_steps}"
+        )
+
+
+def test_train_all_vars_has_lower_loss_than_train_subset(tmp_path):
+    def run(trainable, number_of_steps):
+        policy = keras_slim.GradientPolicy(trainable=trainable)
+        return keras_slim.train(
+            logistic_classifier(policy),
+            dataset(),
+            logdir=str(tmp_path),
+            number_of_steps=number_of_steps,
+            **NO_SUMMARIES,
+        )
+
+    # Only the kernel, then only the bias: a rough fit.
+    assert run(["fc/kernel"], 200) > 0.015
+    loss = run(["fc/bias"], 300)
+    assert 0.015 < loss < 0.05
+    # All variables: a much better one.
+    assert run(None, 400) < 0.015
+
+
+def test_gradient_multipliers_act_as_a_larger_learning_rate():
+    losses = []
+    for multiplier in (1.0, 1000.0):
+        policy = keras_slim.GradientPolicy(multipliers={"fc/.*": multiplier})
+        model = logistic_classifier(policy, learning_rate=0.001)
+        losses.append(
+            keras_slim.train(model, dataset(), logdir=None, number_of_steps=10)
+        )
+    assert losses[0] > losses[1]
+
+
+def test_train_with_epoch_limit_stops_when_data_runs_out(tmp_path):
+    model = logistic_classifier()
+    loss = keras_slim.train(
+        model, dataset(repeat=300), logdir=str(tmp_path), **NO_SUMMARIES
+    )
+    assert loss < 0.015
+    assert step(model) == 300
+    assert os.path.exists(tmp_path / "model.ckpt-300.index")
+
+
+def test_number_of_steps_beyond_finite_data():
+    model = logistic_classifier()
+    keras_slim.train(model, dataset(repeat=7), logdir=None, number_of_steps=100)
+    assert step(model) == 7
+
+
+def test_unknown_length_data_returns_the_last_loss():
+    x, y = slim_data()
+    data = dataset(repeat=6).filter(lambda a, b: True)
+    model = logistic_classifier()
+    loss = keras_slim.train(model, data, logdir=None)
+    reference = logistic_classifier()
+    keras_slim.train(reference, dataset(), logdir=None, number_of_steps=5)
+    expected = float(reference.compute_loss(x, y, reference(x)).numpy())
+    assert step(model) == 6
+    assert loss == pytest.approx(expected, abs=1e-6)
+
+
+def test_arrays_with_a_batch_size():
+    x, y = slim_data()
+    model = logistic_classifier()
+    keras_slim.train(
+        model, (x, y), batch_size=8, logdir=None, number_of_steps=5
+    )
+    assert step(model) == 5
+    once = logistic_classifier()
+    keras_slim.train(once, (x, y), batch_size=8, logdir=None)
+    assert step(once) == 2
+
+
+def test_already_at_number_of_steps_runs_nothing(tmp_path):
+    keras_slim.train(
+        logistic_classifier(),
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=3,
+        **NO_SUMMARIES,
+    )
+    model = logistic_classifier()
+    loss = keras_slim.train(
+        model,
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=3,
+        **NO_SUMMARIES,
+    )
+    assert loss is None
+    assert step(model) == 3
+
+
+def nan_dataset(bad_step, total):
+    x, y = slim_data()
+    bad = x.copy()
+    bad[0, 0] = np.nan
+    xs = np.stack([bad if s == bad_step else x for s in range(1, total + 1)])
+    return tf.data.Dataset.from_tensor_slices((xs, np.stack([y] * total)))
+
+
+def test_nan_raises_and_leaves_only_finite_checkpoints(tmp_path):
+    model = logistic_classifier()
+    with pytest.raises(keras_slim.NanLossDuringTrainingError, match="step 5"):
+        keras_slim.train(
+            model,
+            nan_dataset(5, 10),
+            logdir=str(tmp_path),
+            save_interval_steps=1,
+            **NO_SUMMARIES,
+        )
+    steps = sorted(
+        int(f[len("model.ckpt-") : -len(".index")])
+        for f in os.listdir(tmp_path)
+        if f.endswith(".index")
+    )
+    assert steps == [1, 2, 3, 4]
+    reader = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-4"))
+    for name in reader.get_variable_to_shape_map():
+        value = reader.get_tensor(name)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.all(np.isfinite(value)), name
+
+
+def test_fail_on_nan_loss_false_goes_on(tmp_path):
+    model = logistic_classifier()
+    loss = keras_slim.train(
+        model,
+        nan_dataset(5, 10),
+        logdir=str(tmp_path),
+        fail_on_nan_loss=False,
+        **NO_SUMMARIES,
+    )
+    assert np.isfinite(loss)
+    assert step(model) == 9
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-9")
+
+
+def test_startup_delay_waits_for_the_chief():
+    model = logistic_classifier()
+    sleeps = []
+
+    def sleep(secs):
+        # Another worker (the chief) advances the global step meanwhile.
+        sleeps.append(secs)
+        model.optimizer.iterations.assign_add(2)
+
+    keras_slim.train(
+        model,
+        dataset(),
+        logdir=None,
+        number_of_steps=10,
+        startup_delay_steps=5,
+        is_chief=False,
+        _sleep=sleep,
+    )
+    assert len(sleeps) == 3  # 0 -> 2 -> 4 -> 6 >= 5
+    assert step(model) == 10
+
+
+def test_startup_delay_is_capped_by_number_of_steps():
+    model = logistic_classifier()
+    model.optimizer.iterations.assign(3)
+    keras_slim.train(
+        model,
+        dataset(),
+        logdir=None,
+        number_of_steps=3,
+        startup_delay_steps=50,
+        is_chief=False,
+        _sleep=lambda s: pytest.fail("waited"),
+    )
+    assert step(model) == 3
+
+
+def test_the_chief_does_not_wait():
+    model = logistic_classifier()
+    keras_slim.train(
+        model,
+        dataset(),
+        logdir=None,
+        number_of_steps=2,
+        startup_delay_steps=50,
+        _sleep=lambda s: pytest.fail("waited"),
+    )
+    assert step(model) == 2
+
+
+def test_non_chief_writes_no_checkpoint(tmp_path):
+    keras_slim.train(
+        logistic_classifier(),
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=3,
+        is_chief=False,
+        **NO_SUMMARIES,
+    )
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"number_of_steps": 0}, ValueError, "Received: number_of_steps=0"),
+        ({"number_of_steps": -3}, ValueError, "Received: number_of_steps=-3"),
+        (
+            {"save_interval_steps": 10},
+            ValueError,
+            "Cannot provide `save_interval_steps` because logdir=None",
+        ),
+        (
+            {"trace_every_n_steps": 10},
+            ValueError,
+            "Cannot provide `trace_every_n_steps` because logdir=None",
+        ),
+        (
+            {"save_summaries_steps": 10},
+            ValueError,
+            "Cannot provide `save_summaries_steps` because logdir=None",
+        ),
+        (
+            {"save_interval_secs": 60},
+            ValueError,
+            "Cannot provide `save_interval_secs` because logdir=None",
+        ),
+        (
+            {"keep_checkpoint_max": 2},
+            ValueError,
+            "Cannot provide `keep_checkpoint_max` because logdir=None",
+        ),
+        (
+            {"startup_delay_steps": -1},
+            ValueError,
+            "Received: startup_delay_steps=-1",
+        ),
+        (
+            {"fail_on_nan_loss": 1},
+            ValueError,
+            "Received: fail_on_nan_loss=1",
+        ),
+        ({"callbacks": ["x"]}, ValueError, "Received: callbacks=\\['x'\\]"),
+        (
+            {"warm_start": "/tmp/x"},
+            NotImplementedError,
+            "`warm_start` is not supported",
+        ),
+        (
+            {"logdir": "LOGDIR"},
+            NotImplementedError,
+            "`save_summaries_secs / save_summaries_steps` is not supported",
+        ),
+    ],
+)
+def test_bad_arguments_fail_before_any_step(kwargs, error, message, tmp_path):
+    if kwargs.get("logdir") == "LOGDIR":
+        kwargs["logdir"] = str(tmp_path)
+    kwargs.setdefault("logdir", None)
+    model = logistic_classifier()
+    with pytest.raises(error, match=message):
+        keras_slim.train(model, dataset(), **kwargs)
+    assert step(model) == 0
+
+
+def test_arrays_need_a_batch_size():
+    with pytest.raises(ValueError, match="`batch_size` is not set"):
+        keras_slim.train(logistic_classifier(), slim_data(), logdir=None)
+
+
+def test_uncompiled_model():
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="not compiled"):
+        keras_slim.train(model, dataset(), logdir=None, number_of_steps=1)
+
+
+def test_startup_delay_under_sync_multi_worker_strategy(monkeypatch):
+    from keras_slim import learning
+
+    monkeypatch.setattr(learning, "_is_sync_multi_worker", lambda s: True)
+    with pytest.raises(ValueError, match="startup_delay_steps. must be 0"):
+        keras_slim.train(
+            logistic_classifier(),
+            dataset(),
+            logdir=None,
+            number_of_steps=1,
+            startup_delay_steps=1,
+        )
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import keras, numpy as np, tensorflow as tf
+    import keras_slim
+
+    logdir, out, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+    y = (x[:, :3].sum(axis=1) > 0).astype("float32")[:, None]
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
+    outputs = keras.layers.Dense(1, activation="sigmoid", name="fc2")(h)
+    model = keras_slim.SlimModel(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(0.01),
+                  loss="binary_crossentropy")
+
+    class Kill(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    keras_slim.train(
+        model, tf.data.Dataset.from_tensors((x, y)).repeat(),
+        logdir=logdir, number_of_steps=60, save_interval_steps=10,
+        save_summaries_secs=None, callbacks=[Kill()],
+    )
+    np.savez(out, *model.get_weights())
+    """
+)
+
+
+def run_child(tmp_path, logdir, out, kill_at):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    return subprocess.run(
+        [sys.executable, str(script), str(logdir), str(out), str(kill_at)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+
+
+def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path):
+    killed = run_child(tmp_path, tmp_path / "run", tmp_path / "a.npz", 37)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("-30")
+    resumed = run_child(tmp_path, tmp_path / "run", tmp_path / "a.npz", -1)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    straight = run_child(tmp_path, tmp_path / "once", tmp_path / "b.npz", -1)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    a, b = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
+    for key in b.files:
+        np.testing.assert_array_equal(a[key], b[key])
+    assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("-60")
+
+
+def test_threads_are_not_left_behind():
+    before = threading.active_count()
+    keras_slim.train(
+        logistic_classifier(), dataset(), logdir=None, number_of_steps=2
+    )
+    assert threading.active_count() <= before + 1
