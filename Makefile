@@ -33,6 +33,7 @@ test: lint docs
 
 bench: $(STAMP)
 	$(BIN)/python bench/policy_overhead.py
+	$(BIN)/python bench/callbacks_overhead.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info

@@ -95,3 +95,23 @@ def test_keras_multi_step_loop_still_fails_under_mirrored(mirrored):
         model = compile_model(mlp(cls=keras.Model), steps_per_execution=2)
     with pytest.raises(tf.errors.InvalidArgumentError, match="placeholder"):
         model.fit(x, y, batch_size=64, verbose=0)
+
+
+def test_fit_loop_details_the_callbacks_rely_on():
+    """StopAtStep swaps `model.train_function`; fit must look it up per batch.
+
+    StepLoss reads the loss tracker's `total` and `count`: the `Mean`
+    metric named "loss" that the built-in train step updates.
+    """
+    source = inspect.getsource(tf_trainer.TensorFlowTrainer.fit)
+    assert "callbacks.on_train_batch_begin(begin_step)" in source
+    assert "logs = self.train_function(iterator)" in source
+    assert source.index("callbacks.on_train_begin()") > source.index(
+        "self._maybe_symbolic_build("
+    )
+    model = compile_model(mlp(cls=keras.Model))
+    x, y = classification_data(32)
+    model.fit(x, y, batch_size=32, verbose=0)
+    (tracker,) = [m for m in model.metrics if m.name == "loss"]
+    assert float(tracker.total.numpy()) > 0
+    assert float(tracker.count.numpy()) == 32.0

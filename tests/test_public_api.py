@@ -3,6 +3,7 @@
 import pathlib
 
 import keras_slim
+from keras_slim import callbacks
 from keras_slim import gradients
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "api"
@@ -33,7 +34,17 @@ def test_every_gradients_function_is_in_the_api_docs():
     assert not missing, f"not in docs/api/gradients.md: {missing}"
 
 
+def test_every_callback_is_in_the_api_docs():
+    names = documented()
+    missing = [
+        name
+        for name in callbacks.__all__
+        if f"keras_slim.callbacks.{name}" not in names
+    ]
+    assert not missing, f"not in docs/api/callbacks.md: {missing}"
+
+
 def test_all_names_exist():
-    for module in (keras_slim, gradients):
+    for module in (keras_slim, callbacks, gradients):
         for name in module.__all__:
             assert hasattr(module, name), name

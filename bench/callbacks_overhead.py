@@ -1,0 +1,158 @@
+"""What the training services cost: bare fit vs fit with every callback.
+
+Side by side in one process, interleaved, on the models of the foundation
+benchmark (bench/_common.py). Both variants train a `SlimModel` with the
+default policy; "services" adds keras_slim's callbacks at their default
+intervals: `LogEveryNSteps(100)` (to a logging handler at INFO),
+`NanLossGuard()`, `Checkpoints(dir)` (every 600 s) and
+`StopAtStep(num_steps)`. Only the steps are timed, from the first batch's
+begin to the last batch's end (a timing callback in both variants): the
+restore at train begin and the final save at train end are not step time.
+Target: ratio >= 0.97, the services cost at most 3%.
+
+The ratio of whole steps varies by several percent between identical runs
+on a shared 2-core machine, more than the services cost. So the script
+also times the services' hooks alone, called through Keras's
+`CallbackList` as `fit` calls them (the loss tracker reads on logging steps
+included), minus an empty `CallbackList`, and gives that cost per step as
+a fraction of the bare step.
+
+Checkpoints go to /dev/shm where it exists: each short timed run ends with
+a save (by default a save comes every 600 s), and the disk's write-back of
+those files would otherwise slow the next run of either variant.
+
+Run: `make bench` or `python bench/callbacks_overhead.py [--runs 40]`.
+"""
+
+import argparse
+import gc
+import io
+import logging
+import os
+import statistics
+import tempfile
+import time
+
+import _common
+import keras
+
+import keras_slim
+from keras_slim import callbacks
+
+
+class StepTimer(keras.callbacks.Callback):
+    """Times the steps of one fit call, without train begin and end."""
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 0:
+            self.start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.end = time.perf_counter()
+
+
+def build(input_shape, layers):
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input(input_shape)
+    model = keras_slim.SlimModel(inputs, layers(inputs))
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return model
+
+
+def services(directory, steps):
+    return [
+        callbacks.LogEveryNSteps(),
+        callbacks.NanLossGuard(),
+        callbacks.Checkpoints(directory),
+        callbacks.StopAtStep(num_steps=steps),
+    ]
+
+
+def steps_per_second(model, data, steps, extra):
+    # Each run starts from a collected heap, so that cycles left by earlier
+    # runs (a checkpoint manager holds many objects) are not collected
+    # inside the next run's timed steps.
+    gc.collect()
+    timer = StepTimer()
+    model.fit(
+        data,
+        steps_per_epoch=steps,
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+        callbacks=[timer] + extra,
+    )
+    return steps / (timer.end - timer.start)
+
+
+def hook_cost(model, directory, calls=20000):
+    """Seconds per step that the services' hooks add to `fit`'s loop."""
+
+    def per_step(callback_list):
+        start = time.perf_counter()
+        for i in range(calls):
+            callback_list.on_train_batch_begin(i)
+            callback_list.on_train_batch_end(i, {"loss": 0.5})
+        return (time.perf_counter() - start) / calls
+
+    extra = services(directory, 10**9)
+    list_with = keras.callbacks.CallbackList(extra, model=model)
+    list_with.on_train_begin()
+    empty = keras.callbacks.CallbackList([], model=model)
+    costs = [per_step(list_with) - per_step(empty) for _ in range(5)]
+    return statistics.median(costs)
+
+
+def bench_model(name, runs, directory):
+    input_shape, layers, steps = _common.MODELS[name]
+    data = _common.dataset(input_shape)
+    variants = ["bare", "services"]
+    models = {v: build(input_shape, layers) for v in variants}
+    for variant, model in models.items():
+        extra = services(directory, 30) if variant == "services" else []
+        steps_per_second(model, data, 30, extra)
+    results = {v: [] for v in variants}
+    for run in range(runs):
+        for variant in variants if run % 2 == 0 else variants[::-1]:
+            extra = services(directory, steps) if variant == "services" else []
+            results[variant].append(
+                steps_per_second(models[variant], data, steps, extra)
+            )
+    medians = {v: statistics.median(r) for v, r in results.items()}
+    medians["hooks"] = hook_cost(models["services"], directory)
+    return medians, _common.ratios_to(results, "bare")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args(argv)
+    # Lines are formatted and written, as a user's INFO handler would.
+    handler = logging.StreamHandler(io.StringIO())
+    logging.getLogger("keras_slim").addHandler(handler)
+    logging.getLogger("keras_slim").setLevel(logging.INFO)
+    logging.getLogger("keras_slim").propagate = False
+    print(_common.header(args.runs))
+    print()
+    print(
+        "| model | bare fit steps/s | fit + services steps/s | ratio "
+        "| hooks us/step | hooks / bare step |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name in _common.MODELS:
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        with tempfile.TemporaryDirectory(dir=shm) as directory:
+            m, r = bench_model(name, args.runs, directory)
+        fraction = m["hooks"] * m["bare"]
+        print(
+            f"| {name} | {m['bare']:.1f} | {m['services']:.1f} | "
+            f"{_common.summary(r['services'])} | {m['hooks'] * 1e6:.1f} | "
+            f"{fraction:.2%} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
