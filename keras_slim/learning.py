@@ -245,8 +245,9 @@ def train(
 
     Returns:
         The loss of the last step, as a float (not Keras's running mean of
-        the epoch), or `None` when no step ran (the global step had already
-        reached `number_of_steps`).
+        the epoch; with `steps_per_execution > 1`, the mean over the last
+        execution's steps), or `None` when no step ran (the global step had
+        already reached `number_of_steps`).
 
     Raises:
         ValueError: before any step, for an invalid argument; for
