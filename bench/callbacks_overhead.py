@@ -62,13 +62,21 @@ def build(input_shape, layers):
     return model
 
 
-def services(directory, steps):
+def services(directory, steps, in_step=False):
     return [
         callbacks.LogEveryNSteps(),
         callbacks.NanLossGuard(),
         callbacks.Checkpoints(directory),
         callbacks.StopAtStep(num_steps=steps),
+        callbacks.Summaries(directory, gradients=in_step, activations=in_step),
+        callbacks.Trace(directory),
     ]
+
+
+def extra_for(variant, directory, steps):
+    if variant == "bare":
+        return []
+    return services(directory, steps, in_step=variant == "in-step")
 
 
 def steps_per_second(model, data, steps, extra):
@@ -109,11 +117,10 @@ def hook_cost(model, directory, calls=20000):
 def bench_model(name, runs, directory):
     input_shape, layers, steps = _common.MODELS[name]
     data = _common.dataset(input_shape)
-    variants = ["bare", "services"]
+    variants = ["bare", "services", "in-step"]
     models = {v: build(input_shape, layers) for v in variants}
     for variant, model in models.items():
-        extra = services(directory, 30) if variant == "services" else []
-        steps_per_second(model, data, 30, extra)
+        steps_per_second(model, data, 30, extra_for(variant, directory, 30))
     results = {v: [] for v in variants}
     for run in range(runs):
         for variant in variants if run % 2 == 0 else variants[::-1]:
@@ -139,9 +146,9 @@ def main(argv=None):
     print()
     print(
         "| model | bare fit steps/s | fit + services steps/s | ratio "
-        "| hooks us/step | hooks / bare step |"
+        "| + in-step summaries | ratio | hooks us/step | hooks / bare step |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name in _common.MODELS:
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
         with tempfile.TemporaryDirectory(dir=shm) as directory:
@@ -149,7 +156,8 @@ def main(argv=None):
         fraction = m["hooks"] * m["bare"]
         print(
             f"| {name} | {m['bare']:.1f} | {m['services']:.1f} | "
-            f"{_common.summary(r['services'])} | {m['hooks'] * 1e6:.1f} | "
+            f"{_common.summary(r['services'])} | {m['in-step']:.1f} | "
+            f"{_common.summary(r['in-step'])} | {m['hooks'] * 1e6:.1f} | "
             f"{fraction:.2%} |"
         )
 

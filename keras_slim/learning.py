@@ -19,6 +19,8 @@ from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import LogEveryNSteps
 from keras_slim.callbacks import NanLossGuard
 from keras_slim.callbacks import StopAtStep
+from keras_slim.callbacks import Summaries
+from keras_slim.callbacks import Trace
 from keras_slim.callbacks._steps import StepCounter
 from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks._steps import global_step
@@ -115,22 +117,11 @@ def _check_logdir(args):
 
 def _check_not_yet(args):
     """Arguments whose services are not built yet: an error, not silence."""
-    summaries = args["logdir"] is not None and (
-        args["save_summaries_secs"] is not None
-        or args["save_summaries_steps"] is not None
-    )
-    pending = {
-        "save_summaries_secs / save_summaries_steps": summaries,
-        "trace_every_n_steps": args["trace_every_n_steps"] is not None,
-        "warm_start": args["warm_start"] is not None,
-    }
-    for name, asked in pending.items():
-        if asked:
-            raise NotImplementedError(
-                f"`{name}` is not supported by keras_slim.train yet. Pass "
-                "save_summaries_secs=None (and no save_summaries_steps, "
-                "trace_every_n_steps or warm_start) to train without them."
-            )
+    if args["warm_start"] is not None:
+        raise NotImplementedError(
+            "`warm_start` is not supported by keras_slim.train yet. "
+            f"Received: warm_start={args['warm_start']!r}"
+        )
 
 
 def _dataset(data, batch_size, repeat):
@@ -210,8 +201,9 @@ def train(
     continues where the last run stopped, checkpoints `model.ckpt-<global
     step>` are saved every `save_interval_secs` seconds and/or
     `save_interval_steps` steps, and once more at the end (by the chief
-    only). With `steps_per_execution > 1`, training stops at the first
-    execution boundary at or past `number_of_steps`.
+    only); summaries and traces are written there too. With
+    `steps_per_execution > 1`, training stops at the first execution
+    boundary at or past `number_of_steps`.
 
     Args:
         model: A compiled Keras model (a `SlimModel` for gradient policies).
@@ -223,15 +215,17 @@ def train(
             `None` to train until the data runs out.
         log_every_n_steps: Positive integer or `None`: log the loss of the
             step at global steps that are multiples of it (`LogEveryNSteps`).
-        save_summaries_secs: Summaries every this many seconds (`None`: no
-            time trigger). Not supported yet: pass `None` with a `logdir`.
-        save_summaries_steps: Summaries every this many steps. Not
-            supported yet.
+        save_summaries_secs: Write summaries (`keras_slim.callbacks.
+            Summaries`: loss, metrics, learning rate, global_step/sec) every
+            this many seconds (`None`: no time trigger).
+        save_summaries_steps: Write summaries every this many steps.
         save_interval_secs: Save a checkpoint every this many seconds
             (`None`: no time trigger).
         save_interval_steps: Save a checkpoint every this many steps.
         keep_checkpoint_max: How many recent checkpoints to keep.
-        trace_every_n_steps: Trace steps 0, N, 2N, ... Not supported yet.
+        trace_every_n_steps: Trace the steps beginning at global steps 0, N,
+            2N, ... (`keras_slim.callbacks.Trace`): `tf_trace-<step>.json`
+            Chrome traces and TensorBoard profiles in `logdir`.
         warm_start: Initialise from another checkpoint. Not supported yet.
         startup_delay_steps: A non-chief worker first waits until the global
             step reaches `min(startup_delay_steps, number_of_steps)`.
@@ -254,8 +248,7 @@ def train(
             checkpoint, summary or trace settings with `logdir=None`, as in
             TF-Slim; for `startup_delay_steps > 0` under a synchronous
             multi-worker strategy; for a model that is not compiled.
-        NotImplementedError: for summaries, traces and warm start, which
-            later releases add.
+        NotImplementedError: for warm start, which a later release adds.
         keras_slim.NanLossDuringTrainingError: for a non-finite loss, when
             `fail_on_nan_loss`.
 
@@ -266,7 +259,7 @@ def train(
         dataset,
         logdir="/tmp/run",
         number_of_steps=1000,
-        save_summaries_secs=None,
+        save_summaries_steps=100,
         save_interval_steps=100,
     )
     ```
@@ -307,6 +300,16 @@ def train(
         )
         saver._chief_override = is_chief
         services.append(saver)
+        if save_summaries_secs is not None or save_summaries_steps is not None:
+            services.append(
+                Summaries(
+                    logdir,
+                    every_n_steps=save_summaries_steps,
+                    every_n_secs=save_summaries_secs,
+                )
+            )
+        if trace_every_n_steps is not None:
+            services.append(Trace(logdir, every_n_steps=trace_every_n_steps))
     if number_of_steps is not None:
         services.append(StopAtStep(last_step=number_of_steps))
     services.append(NanLossGuard(fail=fail_on_nan_loss))

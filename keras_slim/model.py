@@ -212,6 +212,9 @@ class SlimModel(keras.Model):
             grads, loss if plan.check_numerics else None
         )
         grads = plan.apply(grads, scale=_optimizer.loss_scale(self.optimizer))
+        summaries = getattr(self, "_keras_slim_summaries", None)
+        if summaries is not None:
+            summaries(self, x, grads, plan.variables)
         finite = error = None
         if plan.check_numerics:
             finite = tf.math.is_finite(total_loss)

@@ -115,3 +115,11 @@ def test_fit_loop_details_the_callbacks_rely_on():
     (tracker,) = [m for m in model.metrics if m.name == "loss"]
     assert float(tracker.total.numpy()) > 0
     assert float(tracker.count.numpy()) == 32.0
+
+
+def test_profiler_converter_binding(tmp_path):
+    """Trace converts the profiler's xplane with TF's private binding."""
+    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+
+    assert callable(_pywrap_profiler_plugin.xspace_to_tools_data)
+    assert keras.src.models.functional.Functional is functional.Functional

@@ -3,7 +3,9 @@
 - `LogEveryNSteps`: the loss of the step, every n global steps;
 - `StopAtStep`: stop after n more steps, or at a global step;
 - `NanLossGuard`: stop (or go on) when the loss is not finite;
-- `Checkpoints`: save on intervals, resume from the latest.
+- `Checkpoints`: save on intervals, resume from the latest;
+- `Summaries`: TensorBoard scalars and histograms on intervals;
+- `Trace`: Chrome traces of chosen steps.
 
 The global step is `model.optimizer.iterations`. Each works with any
 `model.fit`, on a `SlimModel` or a plain `keras.Model`.
@@ -13,10 +15,14 @@ from keras_slim.callbacks.checkpoints import Checkpoints
 from keras_slim.callbacks.log_every_n_steps import LogEveryNSteps
 from keras_slim.callbacks.nan_loss_guard import NanLossGuard
 from keras_slim.callbacks.stop_at_step import StopAtStep
+from keras_slim.callbacks.summaries import Summaries
+from keras_slim.callbacks.trace import Trace
 
 __all__ = [
     "Checkpoints",
     "LogEveryNSteps",
     "NanLossGuard",
     "StopAtStep",
+    "Summaries",
+    "Trace",
 ]

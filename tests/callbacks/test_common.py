@@ -12,6 +12,7 @@ import pytest
 
 from keras_slim import callbacks as ks_callbacks
 from tests.callbacks import common
+from tests.callbacks.test_summaries import read_events
 
 SETTINGS = {
     "keras": {"kind": "keras"},
@@ -46,6 +47,13 @@ def test_all_callbacks_together(setting, mirrored, tmp_path, caplog):
             ks_callbacks.StopAtStep(last_step=last_step),
             ks_callbacks.NanLossGuard(),
             ks_callbacks.LogEveryNSteps(every_n_steps=4),
+            ks_callbacks.Summaries(
+                tmp_path / "summaries",
+                every_n_steps=4,
+                every_n_secs=None,
+                gradients=config["kind"] == "slim",
+            ),
+            ks_callbacks.Trace(tmp_path / "trace", at_steps=[12]),
             keras.callbacks.TensorBoard(str(tmp_path / "tb")),
         ]
 
@@ -71,3 +79,8 @@ def test_all_callbacks_together(setting, mirrored, tmp_path, caplog):
         "global step 16",
     ]
     assert os.listdir(tmp_path / "tb")
+    events = read_events(tmp_path / "summaries")
+    assert sorted(events["loss"]) == [4, 8, 12, 16]
+    if config["kind"] == "slim":
+        assert sorted(events["logits/kernel/gradient_norm"]) == [4, 8, 12, 16]
+    assert os.path.exists(tmp_path / "trace" / "tf_trace-12.json")

@@ -1,0 +1,119 @@
+"""Summaries written from inside a `SlimModel` train step.
+
+Gradients after the policy, and the layers' activations, exist only inside
+the step. `Summaries` installs a `StepSummaries` on the model; the train
+step calls it once per step. It writes under one `tf.cond` that compares
+the step with `record_step`, a variable the callback sets on the host only
+before the batches that write (to the global step that batch ends at), so
+the other steps cost a read of that variable and nothing else: no host
+sync, no extra forward pass.
+"""
+
+import logging
+
+import keras
+import tensorflow as tf
+
+from keras_slim.gradients import variable_path
+
+logger = logging.getLogger("keras_slim")
+
+
+def _values(grad):
+    return grad.values if isinstance(grad, tf.IndexedSlices) else grad
+
+
+def activation_probe(model):
+    """A functional model whose outputs are the outputs of each layer.
+
+    Args:
+        model: A functional Keras model.
+
+    Returns:
+        `(names, probe)`: the layer names and a `keras.Model` sharing the
+        layers of `model`, returning one tensor per name.
+    """
+    names, outputs = [], []
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.InputLayer):
+            continue
+        output = layer.output
+        if isinstance(output, (list, tuple)):
+            continue
+        names.append(layer.name)
+        outputs.append(output)
+    return names, keras.Model(model.inputs, outputs)
+
+
+class StepSummaries:
+    """Writes gradient and activation summaries from the train step.
+
+    Args:
+        writer: The `tf.summary` writer.
+        gradients: Whether to write each gradient's histogram and norm.
+        activations: Whether to write each layer output's histogram and
+            zero fraction (the model must be functional).
+        model: The model, for the activation probe.
+    """
+
+    def __init__(self, writer, *, gradients, activations, model):
+        self.writer = writer
+        self.gradients = gradients
+        self.activations = activations
+        with model.distribute_strategy.scope():
+            self.record_step = tf.Variable(
+                -1,
+                dtype=tf.int64,
+                trainable=False,
+                name="keras_slim_summary_step",
+            )
+        if activations:
+            self._names, self._probe = activation_probe(model)
+        self._unlogged = set()
+
+    def __call__(self, model, x, grads, variables):
+        """Adds the summary ops to the step being traced."""
+        ctx = tf.distribute.get_replica_context()
+        first = tf.constant(True)
+        if ctx is not None and ctx.num_replicas_in_sync > 1:
+            first = tf.equal(ctx.replica_id_in_sync_group, 0)
+        step = tf.cast(model.optimizer.iterations, tf.int64) + 1
+
+        def write():
+            # Tags are named from the root, not from the cond's scope.
+            graph = tf.compat.v1.get_default_graph()
+            with graph.name_scope(None), self.writer.as_default(step=step):
+                if self.gradients:
+                    self._write_gradients(grads, variables)
+                if self.activations:
+                    self._write_activations(x)
+            return tf.constant(True)
+
+        tf.cond(
+            tf.logical_and(tf.equal(step, self.record_step), first),
+            write,
+            lambda: tf.constant(False),
+        )
+
+    def _write_gradients(self, grads, variables):
+        for grad, variable in zip(grads, variables):
+            path = variable_path(variable)
+            if grad is None:
+                if path not in self._unlogged:
+                    logger.info(
+                        "Variable %s has no gradient to summarize.", path
+                    )
+                    self._unlogged.add(path)
+                continue
+            values = _values(grad)
+            tf.summary.histogram(f"{path}/gradient", values)
+            tf.summary.scalar(f"{path}/gradient_norm", tf.norm(values))
+
+    def _write_activations(self, x):
+        # training=False: dropout and batch-norm updates are not run twice.
+        outputs = self._probe(x, training=False)
+        if not isinstance(outputs, (list, tuple)):
+            outputs = [outputs]
+        for name, output in zip(self._names, outputs):
+            tf.summary.histogram(f"activations/{name}", output)
+            tf.summary.scalar(f"sparsity/{name}", tf.math.zero_fraction(output))

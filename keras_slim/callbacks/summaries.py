@@ -1,0 +1,200 @@
+"""`Summaries`: TensorBoard scalars and histograms on step or time intervals."""
+
+import os
+import time
+
+import keras
+import tensorflow as tf
+from keras.src.models.functional import Functional
+
+from keras_slim import _validation
+from keras_slim.callbacks._interval import IntervalTrigger
+from keras_slim.callbacks._step_summaries import StepSummaries
+from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepLoss
+
+
+def _learning_rate(optimizer):
+    # Keras evaluates a schedule at `iterations` when it is read.
+    return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+class Summaries(keras.callbacks.Callback):
+    """Writes TensorBoard summaries every n steps and/or every n seconds.
+
+    Written with `tf.summary` to an event file in `logdir`, at the global
+    step (`optimizer.iterations`) of the step that fired. Tags:
+
+    - `loss`: the loss of that step (not the epoch's running mean);
+    - every other key of Keras's `logs`: loss terms and metrics, as Keras
+      reports them (running means of the epoch);
+    - `learning_rate`: the optimizer's, a schedule evaluated at the step;
+    - `global_step/sec`: steps per second since the last write;
+    - `histograms=True`: `<variable path>`, a histogram of each variable;
+    - `gradients=True`: `<variable path>/gradient` and
+      `<variable path>/gradient_norm`, histogram and norm of each gradient
+      after the gradient policy (TF-Slim's `add_gradients_summaries`);
+    - `activations=True`: `activations/<layer>` and `sparsity/<layer>`,
+      histogram and zero fraction of each layer's output
+      (train_image_classifier's tags).
+
+    Gradients and activations are written from inside the train step of a
+    `SlimModel` (activations: a functional one), under one `tf.cond` that is
+    true only on the steps that write; activations are computed on the
+    step's batch with `training=False`, so dropout and batch-norm updates
+    do not run twice. Steps that write nothing cost no host sync and no
+    extra forward pass. A variable without a gradient is logged once, not
+    an error. The writer is created on the first write (no empty event
+    files), and only where the strategy writes summaries (the chief). With
+    `steps_per_execution > 1`, a write happens at the first execution
+    boundary at or past its interval, and gradients and activations are
+    those of the last step of that execution.
+
+    Args:
+        logdir: Directory of the event files.
+        every_n_steps: Positive integer or `None`: write at global steps that
+            are multiples of it.
+        every_n_secs: Positive number or `None`: write when this many seconds
+            passed since the last write.
+        histograms: Whether to write a histogram of every model variable.
+        gradients: Whether to write each gradient's histogram and norm
+            (needs a `SlimModel`).
+        activations: Whether to write each layer output's histogram and zero
+            fraction (needs a functional `SlimModel`).
+
+    Raises:
+        ValueError: for an empty `logdir`, a non-positive interval or a
+            flag that is not a boolean; at train begin, for gradients or
+            activations on a model that cannot give them.
+
+    Example:
+    ```python
+    summaries = keras_slim.callbacks.Summaries("/tmp/run", every_n_steps=100)
+    model.fit(dataset, epochs=10, callbacks=[summaries])
+    ```
+    """
+
+    def __init__(
+        self,
+        logdir,
+        every_n_steps=None,
+        every_n_secs=600,
+        histograms=False,
+        gradients=False,
+        activations=False,
+        *,
+        clock=None,
+    ):
+        super().__init__()
+        if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
+            raise _validation.invalid("logdir", logdir, "a non-empty path")
+        self.logdir = os.fspath(logdir)
+        self._clock = clock or time.monotonic
+        self._trigger = IntervalTrigger(
+            every_n_steps=every_n_steps,
+            every_n_secs=every_n_secs,
+            clock=self._clock,
+        )
+        self.histograms = _validation.boolean("histograms", histograms)
+        self.gradients = _validation.boolean("gradients", gradients)
+        self.activations = _validation.boolean("activations", activations)
+        self._writer = None
+
+    def _check_model(self):
+        need = [n for n in ("gradients", "activations") if getattr(self, n)]
+        if need and not hasattr(self.model, "_keras_slim_plan"):
+            raise ValueError(
+                f"Summaries({need[0]}=True) needs a keras_slim.SlimModel, "
+                f"whose train step can write them. Received a "
+                f"{type(self.model).__name__}; use keras_slim.wrap(model)."
+            )
+        if self.activations and not isinstance(self.model, Functional):
+            raise ValueError(
+                "Summaries(activations=True) needs a functional model (its "
+                "layers' outputs are known). Received a subclassed "
+                f"{type(self.model).__name__}."
+            )
+
+    def on_train_begin(self, logs=None):
+        self._check_model()
+        strategy = self.model.distribute_strategy
+        self._chief = bool(strategy.extended.should_save_summary)
+        self._counter = StepCounter(self.model)
+        self._loss = StepLoss(self.model)
+        self._started = False
+        self._in_step = None
+        self._armed = False
+        if self._chief and (self.gradients or self.activations):
+            self._in_step = StepSummaries(
+                self._get_writer(),
+                gradients=self.gradients,
+                activations=self.activations,
+                model=self.model,
+            )
+            self.model._keras_slim_summaries = self._in_step
+            self.model.make_train_function(force=True)
+
+    def _get_writer(self):
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.logdir)
+        return self._writer
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if not self._started:
+            step = self._counter.sync()
+            self._trigger.reset(step)
+            self._last = (step, self._clock())
+            self._started = True
+        self._batch_begin = batch
+        next_step = self._counter.next_step(self.model.steps_per_execution)
+        if self._chief and self._trigger.would_fire(next_step):
+            self._loss.mark()
+            if self._in_step is not None:
+                self._in_step.record_step.assign(next_step)
+                self._armed = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._counter.advance(self._batch_begin, batch)
+        fired = self._trigger(step)
+        if self._armed:
+            self._in_step.record_step.assign(-1)
+            self._armed = False
+        if fired and self._chief:
+            self._write(self._counter.sync(), logs or {})
+        elif self._loss.marked:
+            self._loss.since_mark()
+
+    def _write(self, step, logs):
+        loss, _ = self._loss.since_mark()
+        now = self._clock()
+        elapsed = now - self._last[1]
+        with self._get_writer().as_default(step=step):
+            scalars = dict(logs)
+            if loss is not None:
+                scalars["loss"] = loss
+            for tag, value in sorted(scalars.items()):
+                if isinstance(value, (int, float)):
+                    tf.summary.scalar(tag, value)
+            tf.summary.scalar(
+                "learning_rate", _learning_rate(self.model.optimizer)
+            )
+            if elapsed > 0:
+                tf.summary.scalar(
+                    "global_step/sec", (step - self._last[0]) / elapsed
+                )
+            if self.histograms:
+                for variable in self.model.variables:
+                    tf.summary.histogram(variable.path, variable)
+        self._last = (step, now)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._started:
+            self._counter.sync()
+
+    def on_train_end(self, logs=None):
+        if self._in_step is not None:
+            del self.model._keras_slim_summaries
+            self.model.train_function = None
+            self._in_step = None
+        if self._writer is not None:
+            self._writer.flush()

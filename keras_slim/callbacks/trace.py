@@ -1,0 +1,177 @@
+"""`Trace`: Chrome traces of chosen training steps (slim's trace_every_n_steps).
+
+The TensorFlow profiler traces the step (`tf.profiler.experimental`), which
+writes `plugins/profile/<run>/<host>.xplane.pb` under `logdir` for
+TensorBoard's profile tab. The xplane is then converted to Chrome-trace
+JSON, `tf_trace-<global step>.json` in `logdir` as TF-Slim named it, which
+opens in Perfetto or chrome://tracing. The conversion is TensorFlow's own
+(`_pywrap_profiler_plugin.xspace_to_tools_data`, tool `trace_viewer@`), a
+private binding pinned with TensorFlow and checked by
+tests/test_keras_internals.py.
+"""
+
+import glob
+import logging
+import os
+
+import keras
+import tensorflow as tf
+
+from keras_slim import _validation
+from keras_slim.callbacks._steps import StepCounter
+
+logger = logging.getLogger("keras_slim")
+
+
+def _check_steps(at_steps):
+    if not isinstance(at_steps, (list, tuple, set, frozenset)) or any(
+        not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in at_steps
+    ):
+        raise _validation.invalid(
+            "at_steps", at_steps, "a list of non-negative integers"
+        )
+    return frozenset(at_steps)
+
+
+def xplane_to_chrome_trace(xplane_path):
+    """Converts a profiler `.xplane.pb` file to Chrome-trace JSON bytes.
+
+    Args:
+        xplane_path: Path of a `.xplane.pb` file the profiler wrote.
+
+    Returns:
+        The Chrome-trace JSON, as bytes (`{"traceEvents": [...], ...}`).
+
+    Raises:
+        RuntimeError: if TensorFlow's converter fails.
+    """
+    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+
+    data, ok = _pywrap_profiler_plugin.xspace_to_tools_data(
+        [xplane_path], "trace_viewer@", {}
+    )
+    if not ok:
+        raise RuntimeError(f"Could not convert {xplane_path} to a trace.")
+    return data
+
+
+def _newest_xplane(logdir, since):
+    pattern = os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb")
+    paths = [p for p in glob.glob(pattern) if os.path.getmtime(p) >= since]
+    return max(paths, key=os.path.getmtime) if paths else None
+
+
+class Trace(keras.callbacks.Callback):
+    """Traces chosen training steps with the TensorFlow profiler.
+
+    For each chosen step, writes the profile TensorBoard's profile tab
+    shows (`logdir/plugins/profile/...`) and a Chrome trace
+    `logdir/tf_trace-<global step>.json` holding the step's real op events
+    (MatMul and the like). A step is named by the global step it begins
+    at: `at_steps=[0]` traces the first step, and `every_n_steps=N` traces
+    the steps beginning at 0, N, 2N, ..., as TF-Slim's
+    `trace_every_n_steps` did.
+
+    With `steps_per_execution > 1` the profiler sees a whole execution: the
+    execution holding a chosen step is traced, and named by the chosen
+    step. A profiler that cannot start (another one is running, say Keras's
+    `TensorBoard(profile_batch=...)`) is logged and training goes on; the
+    callback stops only a profiler it started. Two traces within one second
+    share TensorBoard's profile folder (the newer replaces the older
+    there); their JSON files are distinct.
+
+    Args:
+        logdir: Directory for the profiles and the JSON traces.
+        every_n_steps: Positive integer or `None`: trace the steps that begin
+            at multiples of it.
+        at_steps: Global steps whose step to trace.
+
+    Raises:
+        ValueError: for an empty `logdir`, an `every_n_steps` that is not a
+            positive integer, or `at_steps` that are not non-negative
+            integers.
+
+    Example:
+    ```python
+    trace = keras_slim.callbacks.Trace("/tmp/run", at_steps=[10])
+    model.fit(x, y, callbacks=[trace])
+    ```
+    """
+
+    def __init__(self, logdir, every_n_steps=None, at_steps=()):
+        super().__init__()
+        if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
+            raise _validation.invalid("logdir", logdir, "a non-empty path")
+        self.logdir = os.fspath(logdir)
+        self.every_n_steps = _validation.positive_int_or_none(
+            "every_n_steps", every_n_steps
+        )
+        self.at_steps = _check_steps(at_steps)
+        self.traces = []
+
+    def _chosen(self, first, last):
+        """The chosen step in `[first, last]`, or `None`."""
+        for step in sorted(self.at_steps):
+            if first <= step <= last:
+                return step
+        n = self.every_n_steps
+        if n is not None:
+            step = -(-first // n) * n
+            if step <= last:
+                return step
+        return None
+
+    def on_train_begin(self, logs=None):
+        self._counter = StepCounter(self.model)
+        self._counter.step = None
+        self._tracing = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._counter.step is None:
+            self._counter.sync()
+        self._batch_begin = batch
+        first = self._counter.step
+        last = first + self.model.steps_per_execution - 1
+        step = self._chosen(first, last)
+        if step is not None:
+            self._start(step)
+
+    def _start(self, step):
+        started = tf.timestamp().numpy()
+        try:
+            tf.profiler.experimental.start(self.logdir)
+        except Exception as error:  # Another profiler, a bad logdir, ...
+            logger.warning(
+                "Trace of step %d skipped: the profiler did not start (%s).",
+                step,
+                error,
+            )
+            return
+        self._tracing = (step, started)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._counter.advance(self._batch_begin, batch)
+        if self._tracing is not None:
+            self._finish(*self._tracing)
+            self._tracing = None
+
+    def _finish(self, step, started):
+        tf.profiler.experimental.stop()
+        xplane = _newest_xplane(self.logdir, since=started - 1)
+        if xplane is None:
+            logger.warning("Trace of step %d: no profile was written.", step)
+            return
+        path = os.path.join(self.logdir, f"tf_trace-{step}.json")
+        with tf.io.gfile.GFile(path, "wb") as f:
+            f.write(xplane_to_chrome_trace(xplane))
+        self.traces.append(path)
+        logger.info("Wrote trace %s", path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._counter.step is not None:
+            self._counter.sync()
+
+    def on_train_end(self, logs=None):
+        if self._tracing is not None:
+            tf.profiler.experimental.stop()
+            self._tracing = None

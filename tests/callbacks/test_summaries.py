@@ -1,0 +1,263 @@
+"""Summaries: exact tags and steps, values against independent references."""
+
+import logging
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+import keras_slim
+from keras_slim.callbacks import Summaries
+from tests.callbacks import common
+
+
+def read_events(logdir):
+    """{tag: {step: value}} from the event files, with TensorBoard's reader."""
+    accumulator = event_accumulator.EventAccumulator(
+        str(logdir), size_guidance={event_accumulator.TENSORS: 0}
+    )
+    accumulator.Reload()
+    events = {}
+    for tag in accumulator.Tags()["tensors"]:
+        events[tag] = {
+            e.step: tf.make_ndarray(e.tensor_proto)
+            for e in accumulator.Tensors(tag)
+        }
+    return events
+
+
+def scalars_only(**kwargs):
+    return Summaries(every_n_secs=None, every_n_steps=4, **kwargs)
+
+
+def test_scalar_tags_steps_and_the_loss_of_the_step(tmp_path):
+    x, y, data = common.full_batch()
+    model = common.model()
+    common.fit(model, data, 10, [scalars_only(logdir=tmp_path)])
+    events = read_events(tmp_path)
+    assert set(events) == {
+        "loss",
+        "accuracy",
+        "learning_rate",
+        "global_step/sec",
+    }
+    for tag in events:
+        assert sorted(events[tag]) == [4, 8], tag
+    reference = common.model()
+    common.fit(reference, data, 3)
+    assert float(events["loss"][4]) == pytest.approx(
+        common.loss_on(reference, x, y), abs=1e-5
+    )
+    assert float(events["learning_rate"][8]) == pytest.approx(0.01)
+    assert float(events["global_step/sec"][8]) > 0
+
+
+def test_learning_rate_schedule_is_evaluated_at_the_step(tmp_path):
+    _, _, data = common.full_batch()
+    schedule = keras.optimizers.schedules.ExponentialDecay(
+        0.1, decay_steps=1, decay_rate=0.5
+    )
+    model = common.model(optimizer=keras.optimizers.SGD(schedule))
+    common.fit(model, data, 8, [scalars_only(logdir=tmp_path)])
+    events = read_events(tmp_path)
+    assert float(events["learning_rate"][4]) == pytest.approx(0.1 * 0.5**4)
+    assert float(events["learning_rate"][8]) == pytest.approx(0.1 * 0.5**8)
+
+
+def test_histograms_of_every_variable(tmp_path):
+    _, _, data = common.full_batch()
+    model = common.model("keras")
+    common.fit(model, data, 4, [scalars_only(logdir=tmp_path, histograms=True)])
+    events = read_events(tmp_path)
+    paths = {v.path for v in model.variables}
+    assert paths <= set(events)
+    assert (
+        events["fc1/kernel"][4].shape[-1] == 3
+    )  # (buckets, [left, right, count])
+
+
+def test_gradients_after_the_policy(tmp_path):
+    x, y, data = common.full_batch()
+    policy = keras_slim.GradientPolicy(
+        multipliers={"logits/.*": 3.0}, freeze=["fc1/bias"], clip_norm=0.5
+    )
+    model = common.model(policy=policy)
+    common.fit(model, data, 4, [scalars_only(logdir=tmp_path, gradients=True)])
+    events = read_events(tmp_path)
+    grad_tags = {t for t in events if t.endswith("/gradient_norm")}
+    assert grad_tags == {
+        "fc1/kernel/gradient_norm",
+        "logits/kernel/gradient_norm",
+        "logits/bias/gradient_norm",
+    }
+    assert "fc1/kernel/gradient" in events
+    # Reference: the gradient of step 4 (weights after 3 steps), x3, clipped.
+    reference = common.model(policy=policy)
+    common.fit(reference, data, 3)
+    with tf.GradientTape() as tape:
+        loss = reference.compute_loss(x, y, reference(x, training=True))
+    variable = reference.get_layer("logits").kernel
+    grad = tape.gradient(loss, variable) * 3.0
+    expected = min(float(tf.norm(grad)), 0.5)
+    assert float(events["logits/kernel/gradient_norm"][4]) == pytest.approx(
+        expected, rel=1e-4
+    )
+
+
+def test_activations_and_sparsity(tmp_path):
+    x, y, data = common.full_batch()
+
+    def build():
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((8,))
+        h = keras.layers.Dense(16, activation="relu", name="fc1")(inputs)
+        out = keras.layers.Dense(3, name="logits")(h)
+        model = keras_slim.SlimModel(inputs, out)
+        return common.compile_model(model, keras.optimizers.SGD(0.1))
+
+    model = build()
+    common.fit(
+        model, data, 4, [scalars_only(logdir=tmp_path, activations=True)]
+    )
+    events = read_events(tmp_path)
+    assert {"activations/fc1", "sparsity/fc1", "activations/logits"} <= set(
+        events
+    )
+    reference = build()
+    common.fit(reference, data, 3)
+    hidden = reference.get_layer("fc1")(x)
+    expected = float(np.mean(keras.ops.convert_to_numpy(hidden) == 0))
+    assert float(events["sparsity/fc1"][4]) == pytest.approx(expected)
+
+
+class CountCalls(keras.layers.Layer):
+    """Counts forward passes in a variable (no host sync)."""
+
+    def build(self, input_shape):
+        self.calls = self.add_weight(
+            shape=(), initializer="zeros", trainable=False, name="calls"
+        )
+
+    def call(self, inputs):
+        self.calls.assign_add(1.0)
+        return inputs
+
+
+def test_steps_that_write_nothing_run_no_extra_forward_pass(tmp_path):
+    _, _, data = common.full_batch()
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8,))
+    counted = CountCalls(name="count")(inputs)
+    out = keras.layers.Dense(3, name="logits")(counted)
+    model = common.compile_model(keras_slim.SlimModel(inputs, out))
+    summaries = Summaries(
+        tmp_path, every_n_steps=5, every_n_secs=None, activations=True
+    )
+    common.fit(model, data, 10, [summaries])
+    # 10 training forwards, + 1 probe forward on each of the 2 writes.
+    assert float(model.get_layer("count").calls.numpy()) == 12.0
+
+
+def test_no_event_file_when_nothing_is_written(tmp_path):
+    _, _, data = common.full_batch()
+    logdir = tmp_path / "run"
+    common.fit(
+        common.model(),
+        data,
+        5,
+        [Summaries(logdir, every_n_steps=100, every_n_secs=None)],
+    )
+    assert not os.path.exists(logdir)
+
+
+def test_variable_without_gradient_is_logged_once(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="keras_slim")
+
+    class WithUnused(keras_slim.SlimModel):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.used = keras.layers.Dense(3, name="used")
+            self.unused = keras.layers.Dense(3, name="unused")
+
+        def build(self, input_shape):
+            self.used.build(input_shape)
+            self.unused.build(input_shape)
+
+        def call(self, x):
+            return self.used(x)
+
+    _, _, data = common.full_batch()
+    model = common.compile_model(WithUnused(name="m"))
+    common.fit(model, data, 6, [scalars_only(logdir=tmp_path, gradients=True)])
+    events = read_events(tmp_path)
+    assert "m/used/kernel/gradient_norm" in events
+    assert "m/unused/kernel/gradient_norm" not in events
+    messages = [r.getMessage() for r in caplog.records]
+    assert (
+        messages.count("Variable m/unused/kernel has no gradient to summarize.")
+        == 1
+    )
+
+
+def test_the_model_trains_the_same_with_summaries(tmp_path):
+    _, _, data = common.full_batch()
+    with_summaries = common.model()
+    common.fit(
+        with_summaries,
+        data,
+        9,
+        [
+            scalars_only(
+                logdir=tmp_path,
+                gradients=True,
+                activations=True,
+                histograms=True,
+            )
+        ],
+    )
+    plain = common.model()
+    common.fit(plain, data, 9)
+    for a, b in zip(with_summaries.get_weights(), plain.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert not hasattr(with_summaries, "_keras_slim_summaries")
+
+
+def test_gradients_need_a_slim_model(tmp_path):
+    _, _, data = common.full_batch()
+    model = common.model("keras")
+    with pytest.raises(ValueError, match="needs a keras_slim.SlimModel"):
+        common.fit(model, data, 2, [Summaries(tmp_path, gradients=True)])
+    assert common.step(model) == 0
+
+
+def test_under_mirrored_strategy_one_replica_writes(mirrored, tmp_path):
+    x, y, data = common.full_batch()
+    with mirrored.scope():
+        model = common.model()
+    common.fit(model, data, 4, [scalars_only(logdir=tmp_path, gradients=True)])
+    events = read_events(tmp_path)
+    assert sorted(events["logits/kernel/gradient_norm"]) == [4]
+    reference = common.model()
+    common.fit(reference, data, 3)
+    assert float(events["loss"][4]) == pytest.approx(
+        common.loss_on(reference, x, y), abs=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"logdir": ""}, "Received: logdir=''"),
+        ({"every_n_steps": 0}, "Received: every_n_steps=0"),
+        ({"every_n_secs": -2}, "Received: every_n_secs=-2"),
+        ({"histograms": 1}, "Received: histograms=1"),
+        ({"gradients": "yes"}, "Received: gradients='yes'"),
+    ],
+)
+def test_bad_arguments(kwargs, message, tmp_path):
+    kwargs = {"logdir": str(tmp_path), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        Summaries(**kwargs)
