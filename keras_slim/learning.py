@@ -10,6 +10,7 @@ last step.
 
 import math
 import time
+import warnings
 
 import keras
 import tensorflow as tf
@@ -326,13 +327,17 @@ def train(
         target = min(startup_delay_steps, number_of_steps or math.inf)
         _wait_for_startup(model, target, _sleep, poll_secs=1.0)
 
-    model.fit(
-        dataset,
-        epochs=1,
-        verbose=0,
-        shuffle=False,
-        callbacks=services + list(callbacks or []),
-    )
+    with warnings.catch_warnings():
+        # Running out of finite data is how train() stops (slim's
+        # OutOfRangeError), not something to warn about.
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
+        model.fit(
+            dataset,
+            epochs=1,
+            verbose=0,
+            shuffle=False,
+            callbacks=services + list(callbacks or []),
+        )
     return last_loss.loss
 
 

@@ -173,6 +173,7 @@ def test_no_event_file_when_nothing_is_written(tmp_path):
     assert not os.path.exists(logdir)
 
 
+@pytest.mark.filterwarnings("ignore:Gradients do not exist for variables")
 def test_variable_without_gradient_is_logged_once(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="keras_slim")
 
