@@ -1,6 +1,7 @@
 """Argument checks shared by the callbacks, with Keras-style messages."""
 
 import numbers
+import os
 
 
 def invalid(name, value, expected):
@@ -49,3 +50,10 @@ def boolean(name, value):
     if not isinstance(value, bool):
         raise invalid(name, value, "True or False")
     return value
+
+
+def path(name, value):
+    """Returns `value` as a str if it is a non-empty path, else raises."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise invalid(name, value, "a non-empty path")
+    return os.fspath(value)

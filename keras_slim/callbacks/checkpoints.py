@@ -104,11 +104,7 @@ class Checkpoints(keras.callbacks.Callback):
         restore=True,
     ):
         super().__init__()
-        if not isinstance(directory, (str, os.PathLike)) or not str(directory):
-            raise _validation.invalid(
-                "directory", directory, "a non-empty path"
-            )
-        self.directory = os.fspath(directory)
+        self.directory = _validation.path("directory", directory)
         self._trigger = IntervalTrigger(
             every_n_steps=every_n_steps, every_n_secs=every_n_secs
         )

@@ -1,6 +1,5 @@
 """`Summaries`: TensorBoard scalars and histograms on step or time intervals."""
 
-import os
 import time
 
 import keras
@@ -86,9 +85,7 @@ class Summaries(keras.callbacks.Callback):
         clock=None,
     ):
         super().__init__()
-        if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
-            raise _validation.invalid("logdir", logdir, "a non-empty path")
-        self.logdir = os.fspath(logdir)
+        self.logdir = _validation.path("logdir", logdir)
         self._clock = clock or time.monotonic
         self._trigger = IntervalTrigger(
             every_n_steps=every_n_steps,

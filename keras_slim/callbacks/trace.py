@@ -100,9 +100,7 @@ class Trace(keras.callbacks.Callback):
 
     def __init__(self, logdir, every_n_steps=None, at_steps=()):
         super().__init__()
-        if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
-            raise _validation.invalid("logdir", logdir, "a non-empty path")
-        self.logdir = os.fspath(logdir)
+        self.logdir = _validation.path("logdir", logdir)
         self.every_n_steps = _validation.positive_int_or_none(
             "every_n_steps", every_n_steps
         )
