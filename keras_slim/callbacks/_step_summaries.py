@@ -14,6 +14,7 @@ import logging
 import keras
 import tensorflow as tf
 
+from keras_slim import _optimizer
 from keras_slim.gradients import variable_path
 
 logger = logging.getLogger("keras_slim")
@@ -84,7 +85,9 @@ class StepSummaries:
             graph = tf.compat.v1.get_default_graph()
             with graph.name_scope(None), self.writer.as_default(step=step):
                 if self.gradients:
-                    self._write_gradients(grads, variables)
+                    self._write_gradients(
+                        grads, variables, _optimizer.loss_scale(model.optimizer)
+                    )
                 if self.activations:
                     self._write_activations(x)
             return tf.constant(True)
@@ -95,7 +98,7 @@ class StepSummaries:
             lambda: tf.constant(False),
         )
 
-    def _write_gradients(self, grads, variables):
+    def _write_gradients(self, grads, variables, scale):
         for grad, variable in zip(grads, variables):
             path = variable_path(variable)
             if grad is None:
@@ -106,6 +109,9 @@ class StepSummaries:
                     self._unlogged.add(path)
                 continue
             values = _values(grad)
+            if scale is not None:
+                # A LossScaleOptimizer's gradients still carry the scale.
+                values = values / tf.cast(scale, values.dtype)
             tf.summary.histogram(f"{path}/gradient", values)
             tf.summary.scalar(f"{path}/gradient_norm", tf.norm(values))
 

@@ -107,6 +107,29 @@ def test_gradients_after_the_policy(tmp_path):
     )
 
 
+def test_gradients_are_unscaled_under_loss_scaling(tmp_path):
+    x, y, data = common.full_batch()
+
+    def build():
+        return common.model(
+            optimizer=keras.optimizers.LossScaleOptimizer(
+                keras.optimizers.SGD(0.1), initial_scale=1024.0
+            )
+        )
+
+    model = build()
+    common.fit(model, data, 4, [scalars_only(logdir=tmp_path, gradients=True)])
+    events = read_events(tmp_path)
+    reference = build()
+    common.fit(reference, data, 3)
+    with tf.GradientTape() as tape:
+        loss = reference.compute_loss(x, y, reference(x, training=True))
+    grad = tape.gradient(loss, reference.get_layer("logits").kernel)
+    assert float(events["logits/kernel/gradient_norm"][4]) == pytest.approx(
+        float(tf.norm(grad)), rel=1e-4
+    )
+
+
 def test_activations_and_sparsity(tmp_path):
     x, y, data = common.full_batch()
 
