@@ -22,7 +22,7 @@ from keras_slim.callbacks import NanLossGuard
 from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import Summaries
 from keras_slim.callbacks import Trace
-from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks._steps import global_step
 
@@ -32,34 +32,42 @@ _DEFAULT_SECS = 600
 _DEFAULT_KEEP = 5
 
 
-class _LastStepLoss(keras.callbacks.Callback):
+class _LastStepLoss(StepCallback):
     """Records the loss of the last step run (what TF-Slim's train returns).
 
     The tracker is read around a batch only when that batch may be the last:
-    when the stop step is known (`last_step`, or finite data of known
-    length). For data of unknown length, around every batch.
+    when the stop step is known (`number_of_steps`, or finite data of known
+    `length`). For data of unknown length, around every batch.
+
+    Args:
+        number_of_steps: The global step training stops at, or `None`.
+        length: The number of batches of the data, or `None` if unknown
+            or infinite.
     """
 
-    def __init__(self, last_step=None):
+    def __init__(self, number_of_steps, length):
         super().__init__()
-        self._last_step = last_step
+        self._number_of_steps = number_of_steps
+        self._length = length
         self.loss = None
 
     def on_train_begin(self, logs=None):
-        self._counter = StepCounter(self.model)
+        super().on_train_begin(logs)
         self._step_loss = StepLoss(self.model)
-        self._counter.sync()
+
+    def on_first_batch(self, step):
+        last = self._number_of_steps
+        if self._length is not None:
+            last = min(step + self._length, last or math.inf)
+        self._last_step = last
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._batch_begin = batch
-        spe = self.model.steps_per_execution
-        if self._last_step is None or (
-            self._counter.next_step(spe) >= self._last_step
-        ):
+        super().on_train_batch_begin(batch, logs)
+        if self._last_step is None or self.next_step >= self._last_step:
             self._step_loss.mark()
 
     def on_train_batch_end(self, batch, logs=None):
-        self._counter.advance(self._batch_begin, batch)
+        super().on_train_batch_end(batch, logs)
         if self._step_loss.marked:
             loss, _ = self._step_loss.since_mark()
             if loss is not None:
@@ -316,11 +324,7 @@ def train(
     services.append(NanLossGuard(fail=fail_on_nan_loss))
     if log_every_n_steps is not None:
         services.append(LogEveryNSteps(log_every_n_steps))
-    length = _known_length(dataset)
-    if length is None:
-        last_loss = _LastStepLoss(number_of_steps)
-    else:
-        last_loss = _LastStepLossOfFiniteData(length, number_of_steps)
+    last_loss = _LastStepLoss(number_of_steps, _known_length(dataset))
     services.append(last_loss)
 
     if not is_chief and startup_delay_steps > 0:
@@ -339,19 +343,3 @@ def train(
             callbacks=services + list(callbacks or []),
         )
     return last_loss.loss
-
-
-class _LastStepLossOfFiniteData(_LastStepLoss):
-    """`_LastStepLoss` for data of known length: the last step is known."""
-
-    def __init__(self, length, number_of_steps):
-        super().__init__()
-        self._length = length
-        self._number_of_steps = number_of_steps
-
-    def on_train_begin(self, logs=None):
-        super().on_train_begin(logs)
-        last = self._counter.step + self._length
-        if self._number_of_steps is not None:
-            last = min(last, self._number_of_steps)
-        self._last_step = last

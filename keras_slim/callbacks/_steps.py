@@ -12,7 +12,12 @@ tracker (the `Mean` metric named `"loss"`, which the built-in train step
 and `SlimModel` update with the batch's loss weighted by its size): its
 `total` and `count` read before and after a step give that step's loss
 and batch size. Both are read only around the steps that need them.
+
+`StepCallback` is the base of every callback that acts on the global step:
+it holds the counter, so the bookkeeping lives once.
 """
+
+import keras
 
 
 def global_step(model):
@@ -56,6 +61,53 @@ class StepCounter:
         """Counts the steps of a finished batch; returns the new step."""
         self.step += steps_in_batch(begin, end)
         return self.step
+
+
+class StepCallback(keras.callbacks.Callback):
+    """A callback that follows the global step on the host.
+
+    The step is read when the first batch begins (after every callback's
+    `on_train_begin`, so after `Checkpoints` restored a run; a subclass may
+    read it earlier with `self.counter.sync()`), counted on the host for
+    each batch, and read again at each epoch's end (a last execution may
+    run fewer steps than `steps_per_execution`). Subclasses that override a
+    hook call `super()` first; `on_first_batch(step)` runs once per `fit`.
+
+    Example:
+    ```python
+    class PrintStep(StepCallback):
+        def on_train_batch_end(self, batch, logs=None):
+            super().on_train_batch_end(batch, logs)
+            print(self.counter.step)
+    ```
+    """
+
+    def on_train_begin(self, logs=None):
+        self.counter = StepCounter(self.model)
+
+    def on_first_batch(self, step):
+        """Called when the first batch of a `fit` call begins."""
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.counter.step is None:
+            self.on_first_batch(self.counter.sync())
+        self._batch_begin = batch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.counter.advance(self._batch_begin, batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.counter.step is not None:
+            self.counter.sync()
+
+    @property
+    def next_step(self):
+        """The global step after the coming batch, if it runs in full."""
+        return self.counter.next_step(self.model.steps_per_execution)
+
+    def steps_in_batch(self, batch):
+        """How many steps the batch ending at index `batch` ran."""
+        return steps_in_batch(self._batch_begin, batch)
 
 
 def _loss_tracker(model):

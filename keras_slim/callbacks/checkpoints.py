@@ -5,13 +5,12 @@ import os
 import shutil
 import uuid
 
-import keras
 import tensorflow as tf
 
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
 from keras_slim.callbacks._interval import IntervalTrigger
-from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepCallback
 
 logger = logging.getLogger("keras_slim")
 
@@ -42,7 +41,7 @@ def _check_writable(directory):
         ) from None
 
 
-class Checkpoints(keras.callbacks.Callback):
+class Checkpoints(StepCallback):
     """Saves the training state on intervals and resumes from the latest.
 
     TF-Slim's `Supervisor` services for `model.fit`, on
@@ -123,6 +122,7 @@ class Checkpoints(keras.callbacks.Callback):
         self._chief_override = None
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         strategy = self.model.distribute_strategy
         self._chief = (
             _is_chief(strategy)
@@ -146,8 +146,7 @@ class Checkpoints(keras.callbacks.Callback):
             )
             if self.restored_path:
                 logger.info("Restored %s", self.restored_path)
-        self._counter = StepCounter(self.model)
-        step = self._counter.sync()
+        step = self.counter.sync()
         self._trigger.reset(step)
         self._saved_step = step if self.restored_path else None
 
@@ -160,19 +159,13 @@ class Checkpoints(keras.callbacks.Callback):
             checkpoint_name=checkpoints_lib.CHECKPOINT_NAME,
         )
 
-    def on_train_batch_begin(self, batch, logs=None):
-        self._batch_begin = batch
-
     def on_train_batch_end(self, batch, logs=None):
-        step = self._counter.advance(self._batch_begin, batch)
-        if self._trigger.enabled and self._trigger(step):
+        super().on_train_batch_end(batch, logs)
+        if self._trigger.enabled and self._trigger(self.counter.step):
             self.save()
 
-    def on_epoch_end(self, epoch, logs=None):
-        self._counter.sync()
-
     def on_train_end(self, logs=None):
-        if self._counter.sync() != self._saved_step:
+        if self.counter.sync() != self._saved_step:
             self.save()
 
     def save(self):
@@ -182,7 +175,7 @@ class Checkpoints(keras.callbacks.Callback):
             The path written, or `None` when nothing was written (a
             non-finite state, or a worker that is not the chief).
         """
-        step = self._counter.sync()
+        step = self.counter.sync()
         if not checkpoints_lib.all_finite(self.model):
             logger.warning(
                 "Not saving a checkpoint at global step %d: a variable is "

@@ -3,18 +3,15 @@
 import logging
 import time
 
-import keras
-
 from keras_slim import _validation
 from keras_slim.callbacks._interval import IntervalTrigger
-from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
-from keras_slim.callbacks._steps import steps_in_batch
 
 logger = logging.getLogger("keras_slim")
 
 
-class LogEveryNSteps(keras.callbacks.Callback):
+class LogEveryNSteps(StepCallback):
     """Logs the loss of the step at global steps that are multiples of n.
 
     Through the `logging` logger named `keras_slim`, at level INFO, in
@@ -57,35 +54,29 @@ class LogEveryNSteps(keras.callbacks.Callback):
         self._clock = clock or time.monotonic
 
     def on_train_begin(self, logs=None):
-        self._counter = StepCounter(self.model)
+        super().on_train_begin(logs)
         self._loss = StepLoss(self.model)
         self._trigger = IntervalTrigger(every_n_steps=self.every_n_steps)
-        self._started = False
 
-    def _start(self):
-        step = self._counter.sync()
+    def on_first_batch(self, step):
         self._trigger.reset(step)
         self._last = (step, self._clock())
-        self._started = True
 
     def on_train_batch_begin(self, batch, logs=None):
-        if not self._started:
-            self._start()
-        self._batch_begin = batch
-        spe = self.model.steps_per_execution
-        if self._trigger.would_fire(self._counter.next_step(spe)):
+        super().on_train_batch_begin(batch, logs)
+        if self._trigger.would_fire(self.next_step):
             self._loss.mark()
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self._counter.advance(self._batch_begin, batch)
-        if not self._trigger(step):
+        super().on_train_batch_end(batch, logs)
+        if not self._trigger(self.counter.step):
             return
         loss, examples = self._loss.since_mark()
         if loss is None:
             loss = (logs or {}).get("loss")
         if loss is None:
             return
-        step = self._counter.sync()
+        step = self.counter.sync()
         now = self._clock()
         steps = max(step - self._last[0], 1)
         sec_per_step = (now - self._last[1]) / steps
@@ -93,11 +84,7 @@ class LogEveryNSteps(keras.callbacks.Callback):
         line = "global step %d: loss = %.4f (%.3f sec/step)"
         args = [step, loss, sec_per_step]
         if examples and sec_per_step > 0:
-            per_step = examples / steps_in_batch(self._batch_begin, batch)
+            per_step = examples / self.steps_in_batch(batch)
             line += ", %.1f examples/sec"
             args.append(per_step / sec_per_step)
         logger.info(line, *args)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self._started:
-            self._counter.sync()

@@ -1,9 +1,7 @@
 """`StopAtStep`: stop training at a global step (contrib.learn semantics)."""
 
-import keras
-
 from keras_slim import _validation
-from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepCallback
 
 
 def _no_step(iterator):
@@ -12,7 +10,7 @@ def _no_step(iterator):
     return {}
 
 
-class StopAtStep(keras.callbacks.Callback):
+class StopAtStep(StepCallback):
     """Stops `fit` after a number of steps or at a global step.
 
     contrib.learn's `StopAtStepHook`:
@@ -65,12 +63,11 @@ class StopAtStep(keras.callbacks.Callback):
         self.last_step = last_step
 
     def on_train_begin(self, logs=None):
-        self._counter = StepCounter(self.model)
+        super().on_train_begin(logs)
         self.target = None
         self._train_function = None
 
-    def _start(self):
-        step = self._counter.sync()
+    def on_first_batch(self, step):
         self.target = (
             step + self.num_steps if self.num_steps else self.last_step
         )
@@ -79,22 +76,16 @@ class StopAtStep(keras.callbacks.Callback):
             self.model.train_function = _no_step
             self.model.stop_training = True
 
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.target is None:
-            self._start()
-        self._batch_begin = batch
-
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         if self._train_function is not None:
             return
-        step = self._counter.advance(self._batch_begin, batch)
         # The count may run ahead of the optimizer (a skipped step): read it.
-        if step >= self.target and self._counter.sync() >= self.target:
+        if (
+            self.counter.step >= self.target
+            and self.counter.sync() >= self.target
+        ):
             self.model.stop_training = True
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self.target is not None:
-            self._counter.sync()
 
     def on_train_end(self, logs=None):
         if self._train_function is not None:

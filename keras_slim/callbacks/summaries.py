@@ -9,7 +9,7 @@ from keras.src.models.functional import Functional
 from keras_slim import _validation
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._step_summaries import StepSummaries
-from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
 
 
@@ -18,7 +18,7 @@ def _learning_rate(optimizer):
     return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
 
 
-class Summaries(keras.callbacks.Callback):
+class Summaries(StepCallback):
     """Writes TensorBoard summaries every n steps and/or every n seconds.
 
     Written with `tf.summary` to an event file in `logdir`, at the global
@@ -113,12 +113,11 @@ class Summaries(keras.callbacks.Callback):
             )
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         self._check_model()
         strategy = self.model.distribute_strategy
         self._chief = bool(strategy.extended.should_save_summary)
-        self._counter = StepCounter(self.model)
         self._loss = StepLoss(self.model)
-        self._started = False
         self._in_step = None
         self._armed = False
         if self._chief and (self.gradients or self.activations):
@@ -136,14 +135,13 @@ class Summaries(keras.callbacks.Callback):
             self._writer = tf.summary.create_file_writer(self.logdir)
         return self._writer
 
+    def on_first_batch(self, step):
+        self._trigger.reset(step)
+        self._last = (step, self._clock())
+
     def on_train_batch_begin(self, batch, logs=None):
-        if not self._started:
-            step = self._counter.sync()
-            self._trigger.reset(step)
-            self._last = (step, self._clock())
-            self._started = True
-        self._batch_begin = batch
-        next_step = self._counter.next_step(self.model.steps_per_execution)
+        super().on_train_batch_begin(batch, logs)
+        next_step = self.next_step
         if self._chief and self._trigger.would_fire(next_step):
             self._loss.mark()
             if self._in_step is not None:
@@ -151,13 +149,13 @@ class Summaries(keras.callbacks.Callback):
                 self._armed = True
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self._counter.advance(self._batch_begin, batch)
-        fired = self._trigger(step)
+        super().on_train_batch_end(batch, logs)
+        fired = self._trigger(self.counter.step)
         if self._armed:
             self._in_step.record_step.assign(-1)
             self._armed = False
         if fired and self._chief:
-            self._write(self._counter.sync(), logs or {})
+            self._write(self.counter.sync(), logs or {})
         elif self._loss.marked:
             self._loss.since_mark()
 
@@ -183,10 +181,6 @@ class Summaries(keras.callbacks.Callback):
                 for variable in self.model.variables:
                     tf.summary.histogram(variable.path, variable)
         self._last = (step, now)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self._started:
-            self._counter.sync()
 
     def on_train_end(self, logs=None):
         if self._in_step is not None:

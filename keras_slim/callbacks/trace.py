@@ -14,11 +14,10 @@ import glob
 import logging
 import os
 
-import keras
 import tensorflow as tf
 
 from keras_slim import _validation
-from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import StepCallback
 
 logger = logging.getLogger("keras_slim")
 
@@ -61,7 +60,7 @@ def _newest_xplane(logdir, since):
     return max(paths, key=os.path.getmtime) if paths else None
 
 
-class Trace(keras.callbacks.Callback):
+class Trace(StepCallback):
     """Traces chosen training steps with the TensorFlow profiler.
 
     For each chosen step, writes the profile TensorBoard's profile tab
@@ -120,15 +119,12 @@ class Trace(keras.callbacks.Callback):
         return None
 
     def on_train_begin(self, logs=None):
-        self._counter = StepCounter(self.model)
-        self._counter.step = None
+        super().on_train_begin(logs)
         self._tracing = None
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self._counter.step is None:
-            self._counter.sync()
-        self._batch_begin = batch
-        first = self._counter.step
+        super().on_train_batch_begin(batch, logs)
+        first = self.counter.step
         last = first + self.model.steps_per_execution - 1
         step = self._chosen(first, last)
         if step is not None:
@@ -148,7 +144,7 @@ class Trace(keras.callbacks.Callback):
         self._tracing = (step, started)
 
     def on_train_batch_end(self, batch, logs=None):
-        self._counter.advance(self._batch_begin, batch)
+        super().on_train_batch_end(batch, logs)
         if self._tracing is not None:
             self._finish(*self._tracing)
             self._tracing = None
@@ -164,10 +160,6 @@ class Trace(keras.callbacks.Callback):
             f.write(xplane_to_chrome_trace(xplane))
         self.traces.append(path)
         logger.info("Wrote trace %s", path)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self._counter.step is not None:
-            self._counter.sync()
 
     def on_train_end(self, logs=None):
         if self._tracing is not None:
