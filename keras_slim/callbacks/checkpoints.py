@@ -3,12 +3,12 @@
 import logging
 import os
 import shutil
-import uuid
 
 import tensorflow as tf
 
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
+from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._steps import StepCallback
 
@@ -23,22 +23,6 @@ def _worker_directory(directory, strategy):
     """Where a non-chief worker writes (then deletes), as Keras does."""
     task_id = getattr(getattr(strategy, "cluster_resolver", None), "task_id", 0)
     return os.path.join(directory, f"workertemp_{task_id}")
-
-
-def _check_writable(directory):
-    try:
-        tf.io.gfile.makedirs(directory)
-        probe = os.path.join(directory, f".keras_slim_probe_{uuid.uuid4().hex}")
-        with tf.io.gfile.GFile(probe, "w") as f:
-            f.write("")
-        tf.io.gfile.remove(probe)
-    except (OSError, tf.errors.OpError) as error:
-        raise ValueError(
-            "Invalid value for argument `directory`: checkpoints cannot be "
-            f"written there ({type(error).__name__}: {error}). Received: "
-            f"directory={directory!r}. Expected a directory that can be "
-            "created and written."
-        ) from None
 
 
 class Checkpoints(StepCallback):
@@ -134,7 +118,12 @@ class Checkpoints(StepCallback):
             if self._chief
             else _worker_directory(self.directory, strategy)
         )
-        _check_writable(self.directory if self._chief else write_dir)
+        check_writable(
+            "directory",
+            self.directory if self._chief else write_dir,
+            what="checkpoints",
+            create=True,
+        )
         self._checkpoint = checkpoints_lib.training_checkpoint(self.model)
         self._manager = self._make_manager(self.directory)
         self._write_manager = (

@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras.src.models.functional import Functional
 
 from keras_slim import _validation
+from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._step_summaries import StepSummaries
 from keras_slim.callbacks._steps import StepCallback
@@ -63,8 +64,9 @@ class Summaries(StepCallback):
 
     Raises:
         ValueError: for an empty `logdir`, a non-positive interval or a
-            flag that is not a boolean; at train begin, for gradients or
-            activations on a model that cannot give them.
+            flag that is not a boolean; at train begin, before the first
+            step, for a `logdir` that cannot be created or written, or for
+            gradients or activations on a model that cannot give them.
 
     Example:
     ```python
@@ -117,6 +119,10 @@ class Summaries(StepCallback):
         self._check_model()
         strategy = self.model.distribute_strategy
         self._chief = bool(strategy.extended.should_save_summary)
+        if self._chief:
+            check_writable(
+                "logdir", self.logdir, what="summaries", create=False
+            )
         self._loss = StepLoss(self.model)
         self._in_step = None
         self._armed = False

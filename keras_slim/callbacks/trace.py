@@ -17,6 +17,7 @@ import os
 import tensorflow as tf
 
 from keras_slim import _validation
+from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._steps import StepCallback
 
 logger = logging.getLogger("keras_slim")
@@ -88,7 +89,8 @@ class Trace(StepCallback):
     Raises:
         ValueError: for an empty `logdir`, an `every_n_steps` that is not a
             positive integer, or `at_steps` that are not non-negative
-            integers.
+            integers; at train begin, before the first step, for a `logdir`
+            that cannot be created or written.
 
     Example:
     ```python
@@ -120,6 +122,7 @@ class Trace(StepCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
+        check_writable("logdir", self.logdir, what="traces", create=False)
         self._tracing = None
 
     def on_train_batch_begin(self, batch, logs=None):

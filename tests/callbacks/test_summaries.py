@@ -249,6 +249,16 @@ def test_the_model_trains_the_same_with_summaries(tmp_path):
     assert not hasattr(with_summaries, "_keras_slim_summaries")
 
 
+def test_unwritable_logdir_fails_before_the_first_step(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    _, _, data = common.full_batch()
+    model = common.model()
+    with pytest.raises(ValueError, match="summaries cannot be written"):
+        common.fit(model, data, 3, [Summaries(blocker / "run")])
+    assert common.step(model) == 0
+
+
 def test_gradients_need_a_slim_model(tmp_path):
     _, _, data = common.full_batch()
     model = common.model("keras")

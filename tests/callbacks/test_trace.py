@@ -81,6 +81,16 @@ def test_train_trace_every_n_steps(tmp_path):
     assert traced_steps(tmp_path) == [0, 2, 4]
 
 
+def test_unwritable_logdir_fails_before_the_first_step(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    _, _, data = common.full_batch()
+    model = common.model()
+    with pytest.raises(ValueError, match="traces cannot be written"):
+        common.fit(model, data, 3, [Trace(blocker / "run", at_steps=[1])])
+    assert common.step(model) == 0
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
