@@ -242,7 +242,8 @@ def train(
             `keras_slim.NanLossDuringTrainingError` (`NanLossGuard`); `False`
             goes on training, a `SlimModel`'s numeric check included.
         callbacks: More Keras callbacks for `fit`.
-        is_chief: Whether this process writes checkpoints; `None` asks the
+        is_chief: Whether this process writes checkpoints, summaries and
+            traces; `None` asks the
             distribution strategy (the chief worker, or the only process).
         batch_size: Positive integer, with array `data` only.
 
@@ -309,6 +310,8 @@ def train(
         )
         saver._chief_override = is_chief
         services.append(saver)
+    if logdir is not None and is_chief:
+        # As in TF-Slim, only the chief writes summaries and traces.
         if save_summaries_secs is not None or save_summaries_steps is not None:
             services.append(
                 Summaries(
