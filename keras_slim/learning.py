@@ -243,8 +243,8 @@ def train(
             goes on training, a `SlimModel`'s numeric check included.
         callbacks: More Keras callbacks for `fit`.
         is_chief: Whether this process writes checkpoints, summaries and
-            traces; `None` asks the
-            distribution strategy (the chief worker, or the only process).
+            traces; `None` asks the distribution strategy (the chief
+            worker, or the only process).
         batch_size: Positive integer, with array `data` only.
 
     Returns:
