@@ -1,4 +1,5 @@
-"""What a training checkpoint holds, and reading it back safely.
+"""Checkpoints: what a training checkpoint holds, reading it back safely,
+and restoring variables from other checkpoints (warm start).
 
 A checkpoint is a `tf.train.Checkpoint` written by a
 `tf.train.CheckpointManager` under TF-Slim's names (`model.ckpt-<global
@@ -12,25 +13,66 @@ holds what resuming a run exactly needs:
 
 Keras 3 models are not tracked as `tf.train.Checkpoint` dependencies by
 their layers, so the model's variables are listed by path here.
+
+The warm-start building blocks (TF-Slim's `variables` module and
+object_detection's `variables_helper`) read TF1 name-based checkpoints,
+TF2 object-based ones and Keras weights files; see `list_variables`.
 """
 
+import collections
 import logging
+import re
+import weakref
 
 import numpy as np
 import tensorflow as tf
 
+from keras_slim import _checkpoint_readers
+from keras_slim import _validation
 from keras_slim.gradients import variable_path
 
 __all__ = [
     "CHECKPOINT_NAME",
+    "CheckpointVariable",
     "all_finite",
+    "assign_from_checkpoint",
+    "assign_from_values",
+    "available_in_checkpoint",
+    "list_variables",
     "restore_latest",
+    "resumed_from",
     "training_checkpoint",
+    "variables_to_restore",
 ]
 
 CHECKPOINT_NAME = "model.ckpt"
 
 logger = logging.getLogger("keras_slim")
+
+# model -> the checkpoint `Checkpoints` restored into it, so that a warm
+# start steps aside for a resume whatever the order of the callbacks.
+_RESUMED = weakref.WeakKeyDictionary()
+
+
+def note_resumed(model, path):
+    """Records that `model` resumed from the checkpoint `path` (or `None`)."""
+    if path is None:
+        _RESUMED.pop(model, None)
+    else:
+        _RESUMED[model] = path
+
+
+def resumed_from(model):
+    """The checkpoint `Checkpoints` last resumed `model` from, or `None`.
+
+    Args:
+        model: A Keras model.
+
+    Returns:
+        A checkpoint path, or `None` when the model's last `fit` with a
+        `Checkpoints` callback started afresh.
+    """
+    return _RESUMED.get(model)
 
 
 def _model_variables(model):
@@ -126,3 +168,298 @@ def restore_latest(checkpoint, manager):
         f"No checkpoint in {manager.directory!r} can be restored:\n"
         + "\n".join(failures)
     )
+
+
+CheckpointVariable = collections.namedtuple(
+    "CheckpointVariable", ["name", "shape", "dtype"]
+)
+CheckpointVariable.__doc__ = """One entry of `list_variables`: name, shape
+(a tuple of ints) and dtype (a string such as `"float32"`)."""
+
+
+def list_variables(path):
+    """Lists what a checkpoint holds, in any format warm start reads.
+
+    Names by format:
+
+    - TF1 name-based (TF-Slim, `tf.compat.v1.train.Saver`): the variable
+      names, `InceptionV1/Conv2d_1a_7x7/weights`;
+    - TF2 object-based (`tf.train.Checkpoint`, `Checkpoints`): the object
+      paths read back from the checkpoint's object graph,
+      `model/layer1/kernel`, `optimizer/_iterations`;
+    - Keras `.weights.h5` / `.keras`: the HDF5 dataset paths,
+      `layers/dense/vars/0`.
+
+    Args:
+        path: A checkpoint directory (its latest checkpoint), a checkpoint
+            prefix, or a `.weights.h5` / `.keras` file.
+
+    Returns:
+        A list of `CheckpointVariable(name, shape, dtype)`, sorted by name.
+
+    Raises:
+        FileNotFoundError: if there is no checkpoint at `path`.
+
+    Example:
+    ```python
+    for name, shape, dtype in list_variables("/tmp/pretrain"):
+        print(name, shape, dtype)
+    ```
+    """
+    reader = _checkpoint_readers.resolve(path)
+    try:
+        return [
+            CheckpointVariable(name, shape, dtype)
+            for name, (shape, dtype) in sorted(reader.entries.items())
+        ]
+    finally:
+        reader.close()
+
+
+def _patterns(name, value):
+    """`None`, a pattern or a list of patterns, compiled."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    try:
+        items = list(items)
+    except TypeError:
+        raise _validation.invalid(
+            name, value, "a regular expression, a list of them, or None"
+        ) from None
+    compiled = []
+    for item in items:
+        if not isinstance(item, str):
+            raise _validation.invalid(
+                name, value, "a regular expression, a list of them, or None"
+            )
+        try:
+            compiled.append(re.compile(item))
+        except re.error as error:
+            raise ValueError(
+                f"Invalid regular expression in `{name}`: {item!r} ({error})."
+            ) from None
+    return compiled
+
+
+def _is_seed_state(path):
+    return path.rsplit("/", 1)[-1] == "seed_generator_state"
+
+
+def variables_to_restore(model, include=None, exclude=None):
+    """The model variables a warm start restores (slim's function).
+
+    Every variable of the model, trainable or not (batch-norm statistics
+    included), except the state of random seed generators (dropout's),
+    which is not a weight; then filtered by `re.match` on the path.
+
+    Args:
+        model: A built Keras model.
+        include: A pattern or list of patterns; when given, only variables
+            whose path matches one are kept.
+        exclude: A pattern or list of patterns; variables whose path
+            matches one are dropped (train_image_classifier's
+            `--checkpoint_exclude_scopes`).
+
+    Returns:
+        A list of variables, in the model's order.
+
+    Raises:
+        ValueError: for a pattern that is not a valid regular expression.
+
+    Example:
+    ```python
+    backbone = variables_to_restore(model, exclude=["logits/"])
+    ```
+    """
+    include = _patterns("include", include)
+    exclude = _patterns("exclude", exclude) or []
+    selected = []
+    for variable in _model_variables(model).values():
+        path = variable_path(variable)
+        if _is_seed_state(path):
+            continue
+        if include is not None and not any(p.match(path) for p in include):
+            continue
+        if any(p.match(path) for p in exclude):
+            continue
+        selected.append(variable)
+    return selected
+
+
+def _as_var_map(var_map):
+    """A {key: variable} map; a list of variables is keyed by path."""
+    if isinstance(var_map, dict):
+        return dict(var_map)
+    if isinstance(var_map, (list, tuple)):
+        return {variable_path(v): v for v in var_map}
+    raise _validation.invalid(
+        "var_map",
+        type(var_map).__name__,
+        "a dict {checkpoint key: variable} or a list of variables",
+    )
+
+
+def _shape(variable):
+    return tuple(int(d) for d in variable.shape)
+
+
+def _split(var_map, reader):
+    """(found {key: (name, variable)}, missing keys, mismatched keys)."""
+    found, missing, mismatched = {}, [], []
+    for key, variable in var_map.items():
+        name = reader.lookup(key)
+        if name is None:
+            missing.append(key)
+        elif reader.entries[name][0] != _shape(variable):
+            mismatched.append(key)
+        else:
+            found[key] = (name, variable)
+    return found, missing, mismatched
+
+
+def _mismatch_lines(keys, var_map, reader):
+    return "\n".join(
+        f"  {key}: checkpoint {reader.entries[reader.lookup(key)][0]}, "
+        f"variable {variable_path(var_map[key])} {_shape(var_map[key])}"
+        for key in keys
+    )
+
+
+def available_in_checkpoint(var_map, path):
+    """The entries of `var_map` that the checkpoint holds, shapes matching.
+
+    object_detection's `get_variables_available_in_checkpoint`: use it to
+    restore whatever a checkpoint has, skipping the rest.
+
+    Args:
+        var_map: A dict {checkpoint key: variable}, or a list of variables
+            (keyed by path). For a TF2 checkpoint whose root has a `model`
+            object (keras_slim's), keys are paths below it.
+        path: A checkpoint directory, prefix or Keras weights file.
+
+    Returns:
+        A dict {checkpoint key: variable}.
+
+    Raises:
+        FileNotFoundError: if there is no checkpoint at `path`.
+
+    Example:
+    ```python
+    var_map = available_in_checkpoint(variables_to_restore(model), ckpt)
+    assign_from_checkpoint(var_map, ckpt)
+    ```
+    """
+    var_map = _as_var_map(var_map)
+    reader = _checkpoint_readers.resolve(path)
+    try:
+        found, _, _ = _split(var_map, reader)
+    finally:
+        reader.close()
+    return {key: variable for key, (_, variable) in found.items()}
+
+
+def _assign(variable, value):
+    variable.assign(np.asarray(value).astype(variable.dtype))
+
+
+def assign_from_checkpoint(var_map, path):
+    """Assigns checkpoint values to variables (slim's function, eagerly).
+
+    Args:
+        var_map: A dict {checkpoint key: variable}, or a list of variables
+            (keyed by path). For a TF2 checkpoint whose root has a `model`
+            object (keras_slim's), keys are paths below it.
+        path: A checkpoint directory, prefix or Keras weights file.
+
+    Returns:
+        The number of variables assigned.
+
+    Raises:
+        FileNotFoundError: if there is no checkpoint at `path`.
+        ValueError: if a key is not in the checkpoint (all such keys are
+            listed) or a shape differs (each is named); nothing is
+            assigned then.
+
+    Example:
+    ```python
+    assign_from_checkpoint({"fc/weights": model.layers[1].kernel}, ckpt)
+    ```
+    """
+    var_map = _as_var_map(var_map)
+    reader = _checkpoint_readers.resolve(path)
+    try:
+        found, missing, mismatched = _split(var_map, reader)
+        if missing:
+            raise ValueError(
+                f"{len(missing)} keys are not in the {reader.format} "
+                f"{reader.path!r}: {sorted(missing)}. It holds: "
+                f"{_some(reader.entries)}"
+            )
+        if mismatched:
+            raise ValueError(
+                f"Shapes differ between the {reader.format} "
+                f"{reader.path!r} and the variables:\n"
+                + _mismatch_lines(mismatched, var_map, reader)
+            )
+        values = {key: reader.read(name) for key, (name, _) in found.items()}
+    finally:
+        reader.close()
+    for key, (_, variable) in found.items():
+        _assign(variable, values[key])
+    return len(found)
+
+
+def _some(names, limit=10):
+    names = sorted(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def assign_from_values(model, values):
+    """Assigns arrays to model variables by path (slim's function).
+
+    Args:
+        model: A built Keras model.
+        values: A dict {variable path: array-like}.
+
+    Returns:
+        The number of variables assigned.
+
+    Raises:
+        ValueError: for a path the model does not have, or a value of
+            another shape; nothing is assigned then.
+
+    Example:
+    ```python
+    assign_from_values(model, {"logits/bias": np.zeros(10)})
+    ```
+    """
+    arrays, variables = _checked_values(model, values)
+    for path, array in arrays.items():
+        _assign(variables[path], array)
+    return len(arrays)
+
+
+def _checked_values(model, values):
+    """({path: array}, {path: variable}) once every path and shape is valid."""
+    if not isinstance(values, dict):
+        raise _validation.invalid(
+            "values", type(values).__name__, "a dict {variable path: array}"
+        )
+    variables = _model_variables(model)
+    unknown = sorted(set(values) - set(variables))
+    if unknown:
+        raise ValueError(
+            f"The model {model.name!r} has no variables {unknown}. Its "
+            f"variables are: {_some(variables)}"
+        )
+    arrays = {path: np.asarray(value) for path, value in values.items()}
+    for path, array in arrays.items():
+        if array.shape != _shape(variables[path]):
+            raise ValueError(
+                f"The value for {path!r} has shape {array.shape}; the "
+                f"variable has shape {_shape(variables[path])}."
+            )
+    return arrays, variables

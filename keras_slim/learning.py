@@ -9,6 +9,7 @@ last step.
 """
 
 import math
+import os
 import time
 import warnings
 
@@ -22,6 +23,7 @@ from keras_slim.callbacks import NanLossGuard
 from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import Summaries
 from keras_slim.callbacks import Trace
+from keras_slim.callbacks import WarmStart
 from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks._steps import global_step
@@ -124,13 +126,17 @@ def _check_logdir(args):
             )
 
 
-def _check_not_yet(args):
-    """Arguments whose services are not built yet: an error, not silence."""
-    if args["warm_start"] is not None:
-        raise NotImplementedError(
-            "`warm_start` is not supported by keras_slim.train yet. "
-            f"Received: warm_start={args['warm_start']!r}"
-        )
+def _warm_start(value):
+    """`None`, a WarmStart, or a checkpoint path made into one."""
+    if value is None or isinstance(value, WarmStart):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return WarmStart(value)
+    raise _validation.invalid(
+        "warm_start",
+        value,
+        "a keras_slim.callbacks.WarmStart, a checkpoint path, or None",
+    )
 
 
 def _dataset(data, batch_size, repeat):
@@ -235,7 +241,10 @@ def train(
         trace_every_n_steps: Trace the steps beginning at global steps 0, N,
             2N, ... (`keras_slim.callbacks.Trace`): `tf_trace-<step>.json`
             Chrome traces and TensorBoard profiles in `logdir`.
-        warm_start: Initialise from another checkpoint. Not supported yet.
+        warm_start: A `keras_slim.callbacks.WarmStart`, or a checkpoint
+            path (directory, prefix or Keras weights file) to restore every
+            model variable from: TF-Slim's `init_fn`. It acts before the
+            first step, only when no checkpoint of `logdir` was restored.
         startup_delay_steps: A non-chief worker first waits until the global
             step reaches `min(startup_delay_steps, number_of_steps)`.
         fail_on_nan_loss: Whether a non-finite loss raises
@@ -258,7 +267,8 @@ def train(
             checkpoint, summary or trace settings with `logdir=None`, as in
             TF-Slim; for `startup_delay_steps > 0` under a synchronous
             multi-worker strategy; for a model that is not compiled.
-        NotImplementedError: for warm start, which a later release adds.
+        FileNotFoundError: before any step, for a `warm_start`
+            checkpoint that does not exist.
         keras_slim.NanLossDuringTrainingError: for a non-finite loss, when
             `fail_on_nan_loss`.
 
@@ -277,7 +287,7 @@ def train(
     args = dict(locals())
     _check_arguments(args)
     _check_logdir(args)
-    _check_not_yet(args)
+    warm_start = _warm_start(warm_start)
     if getattr(model, "optimizer", None) is None:
         raise ValueError(
             "The model is not compiled. Call `model.compile(optimizer, "
@@ -310,6 +320,8 @@ def train(
         )
         saver._chief_override = is_chief
         services.append(saver)
+    if warm_start is not None:
+        services.append(warm_start)
     if logdir is not None and is_chief:
         # As in TF-Slim, only the chief writes summaries and traces.
         if save_summaries_secs is not None or save_summaries_steps is not None:

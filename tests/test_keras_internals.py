@@ -7,6 +7,7 @@ still needed.
 
 import inspect
 
+import h5py
 import keras
 import numpy as np
 import pytest
@@ -123,3 +124,31 @@ def test_profiler_converter_binding(tmp_path):
 
     assert callable(_pywrap_profiler_plugin.xspace_to_tools_data)
     assert keras.src.models.functional.Functional is functional.Functional
+
+
+def test_layer_walk_and_weights_file_layout_used_by_warm_start(tmp_path):
+    """WarmStart maps a Keras weights file to a model through the layer name
+    Keras records on each `vars` group and the order of
+    `save_own_variables`; it lists layers with `_flatten_layers`."""
+    model = compile_model(mlp(cls=keras.Model))
+    layers = list(model._flatten_layers(include_self=True))
+    assert [layer.name for layer in layers] == [
+        "mlp",
+        "input_layer",
+        "fc1",
+        "logits",
+    ]
+    store = {}
+    model.get_layer("fc1").save_own_variables(store)
+    assert {k: v.path for k, v in store.items()} == {
+        "0": "fc1/kernel",
+        "1": "fc1/bias",
+    }
+    path = str(tmp_path / "model.weights.h5")
+    model.save_weights(path)
+    with h5py.File(path, "r") as weights:
+        assert weights["layers/dense/vars"].attrs["name"] == "fc1"
+        np.testing.assert_array_equal(
+            weights["layers/dense/vars/0"][()],
+            model.get_layer("fc1").kernel.numpy(),
+        )

@@ -107,6 +107,87 @@ def test_train_all_vars_has_lower_loss_than_train_subset(tmp_path):
     assert run(None, 400) < 0.015
 
 
+def test_train_with_init_from_checkpoint(tmp_path):
+    """TF-Slim's testTrainWithInitFromCheckpoint."""
+    logdir1 = str(tmp_path / "first")
+    # One step: the loss is still high.
+    loss = keras_slim.train(
+        logistic_classifier(), dataset(), logdir=logdir1, number_of_steps=1
+    )
+    assert loss > 0.5
+    # A fresh model in the same logdir resumes, then trains to convergence.
+    loss = keras_slim.train(
+        logistic_classifier(seed=1),
+        dataset(),
+        logdir=logdir1,
+        number_of_steps=300,
+        log_every_n_steps=10,
+    )
+    assert loss < 0.02
+    # A third model, warm-started from that checkpoint: one step, low loss.
+    model = logistic_classifier(seed=2)
+    loss = keras_slim.train(
+        model,
+        dataset(),
+        logdir=None,
+        number_of_steps=1,
+        warm_start=tf.train.latest_checkpoint(logdir1),
+    )
+    assert loss < 0.02
+    # The optimizer state and global step are not restored.
+    assert step(model) == 1
+
+
+def test_train_with_init_from_fn_values():
+    """TF-Slim's testTrainWithInitFromFn, with values instead of a session."""
+    trained = logistic_classifier()
+    keras_slim.train(trained, dataset(), logdir=None, number_of_steps=300)
+    values = {v.path: v.numpy() for v in trained.weights}
+    warm = keras_slim.callbacks.WarmStart(None, values=values)
+    loss = keras_slim.train(
+        logistic_classifier(seed=3),
+        dataset(),
+        logdir=None,
+        number_of_steps=1,
+        warm_start=warm,
+    )
+    assert loss < 0.02
+    assert warm.report["restored"] == ["fc/bias", "fc/kernel"]
+
+
+def test_resume_beats_warm_start(tmp_path):
+    pretrained = tmp_path / "pretrained"
+    keras_slim.train(
+        logistic_classifier(),
+        dataset(),
+        logdir=str(pretrained),
+        number_of_steps=300,
+        **NO_SUMMARIES,
+    )
+    logdir = str(tmp_path / "run")
+    # A first run of 1 step from the untrained model: high loss, saved.
+    keras_slim.train(
+        logistic_classifier(seed=4),
+        dataset(),
+        logdir=logdir,
+        number_of_steps=1,
+        **NO_SUMMARIES,
+    )
+    # The rerun resumes from that checkpoint; the warm start steps aside.
+    warm = keras_slim.callbacks.WarmStart(str(pretrained))
+    loss = keras_slim.train(
+        logistic_classifier(seed=5),
+        dataset(),
+        logdir=logdir,
+        number_of_steps=2,
+        warm_start=warm,
+        **NO_SUMMARIES,
+    )
+    assert loss > 0.5
+    assert warm.resumed_from.endswith("model.ckpt-1")
+    assert warm.report == {"restored": [], "missing": [], "mismatched": []}
+
+
 def test_gradient_multipliers_act_as_a_larger_learning_rate():
     losses = []
     for multiplier in (1.0, 1000.0):
@@ -328,10 +409,11 @@ def test_non_chief_writes_no_checkpoint_summary_or_trace(tmp_path):
         ),
         ({"callbacks": ["x"]}, ValueError, "Received: callbacks=\\['x'\\]"),
         (
-            {"warm_start": "/tmp/x"},
-            NotImplementedError,
-            "`warm_start` is not supported",
+            {"warm_start": "/no/such/checkpoint"},
+            FileNotFoundError,
+            "/no/such/checkpoint",
         ),
+        ({"warm_start": 3}, ValueError, "Received: warm_start=3"),
     ],
 )
 def test_bad_arguments_fail_before_any_step(kwargs, error, message, tmp_path):

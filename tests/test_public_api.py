@@ -4,6 +4,7 @@ import pathlib
 
 import keras_slim
 from keras_slim import callbacks
+from keras_slim import checkpoints
 from keras_slim import gradients
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "api"
@@ -44,7 +45,13 @@ def test_every_callback_is_in_the_api_docs():
     assert not missing, f"not in docs/api/callbacks.md: {missing}"
 
 
+def test_every_checkpoints_name_is_in_the_api_docs():
+    names = documented()
+    missing = [name for name in checkpoints.__all__ if name not in names]
+    assert not missing, f"not in docs/api/checkpoints.md: {missing}"
+
+
 def test_all_names_exist():
-    for module in (keras_slim, callbacks, gradients):
+    for module in (keras_slim, callbacks, checkpoints, gradients):
         for name in module.__all__:
             assert hasattr(module, name), name

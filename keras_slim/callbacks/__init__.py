@@ -5,7 +5,8 @@
 - `NanLossGuard`: stop (or go on) when the loss is not finite;
 - `Checkpoints`: save on intervals, resume from the latest;
 - `Summaries`: TensorBoard scalars and histograms on intervals;
-- `Trace`: Chrome traces of chosen steps.
+- `Trace`: Chrome traces of chosen steps;
+- `WarmStart`: initialise from another checkpoint before the first step.
 
 The global step is `model.optimizer.iterations`. Each works with any
 `model.fit`, on a `SlimModel` or a plain `keras.Model`.
@@ -17,6 +18,7 @@ from keras_slim.callbacks.nan_loss_guard import NanLossGuard
 from keras_slim.callbacks.stop_at_step import StopAtStep
 from keras_slim.callbacks.summaries import Summaries
 from keras_slim.callbacks.trace import Trace
+from keras_slim.callbacks.warm_start import WarmStart
 
 __all__ = [
     "Checkpoints",
@@ -25,4 +27,5 @@ __all__ = [
     "StopAtStep",
     "Summaries",
     "Trace",
+    "WarmStart",
 ]

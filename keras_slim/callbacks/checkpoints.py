@@ -135,6 +135,7 @@ class Checkpoints(StepCallback):
             )
             if self.restored_path:
                 logger.info("Restored %s", self.restored_path)
+        checkpoints_lib.note_resumed(self.model, self.restored_path)
         step = self.counter.sync()
         self._trigger.reset(step)
         self._saved_step = step if self.restored_path else None
@@ -154,6 +155,8 @@ class Checkpoints(StepCallback):
             self.save()
 
     def on_train_end(self, logs=None):
+        # The resume concerns this fit only (WarmStart reads it).
+        checkpoints_lib.note_resumed(self.model, None)
         if self.counter.sync() != self._saved_step:
             self.save()
 

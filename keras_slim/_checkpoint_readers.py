@@ -1,0 +1,215 @@
+"""Reading the checkpoints a warm start accepts, one reader per format.
+
+- TF1 name-based checkpoints (TF-Slim, `tf.compat.v1.train.Saver`): names
+  are the graph's variable names (`InceptionV1/Conv2d_1a_7x7/weights`),
+  read with `tf.train.load_checkpoint`.
+- TF2 object-based checkpoints (`tf.train.Checkpoint`, keras_slim's
+  `Checkpoints`): the stored keys follow the object graph
+  (`model/layer1.Skernel/.ATTRIBUTES/VARIABLE_VALUE`). Names are the object
+  paths read back from the checkpoint's `TrackableObjectGraph`
+  (`model/layer1/kernel`, `optimizer/_iterations`).
+- Keras `.weights.h5` / `.keras` files: names are the HDF5 dataset paths
+  Keras writes (`layers/dense/vars/0`), read with h5py; each `vars` group
+  carries the name of its layer, which maps them to a model.
+"""
+
+import io
+import os
+import zipfile
+
+import h5py
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from keras_slim import _validation
+from keras_slim.gradients import variable_path
+
+_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+_KERAS_SUFFIXES = (".h5", ".keras")
+
+
+class TF1Reader:
+    """A name-based checkpoint: variable name -> value."""
+
+    format = "TF1 name-based checkpoint"
+
+    def __init__(self, prefix, reader=None):
+        self.path = prefix
+        self._reader = reader or tf.train.load_checkpoint(prefix)
+        shapes = self._reader.get_variable_to_shape_map()
+        dtypes = self._reader.get_variable_to_dtype_map()
+        self._keys = {name: name for name in shapes}
+        self.entries = {
+            name: (tuple(shapes[name]), dtypes[name].name) for name in shapes
+        }
+
+    def lookup(self, key):
+        """The name `key` stands for in this checkpoint, or `None`."""
+        return key if key in self.entries else None
+
+    def read(self, name):
+        return np.asarray(self._reader.get_tensor(self._keys[name]))
+
+    def default_keys(self, variables, layers=()):
+        """A variable's key is its path."""
+        del layers
+        return {variable_path(v): variable_path(v) for v in variables}
+
+    def close(self):
+        pass
+
+
+class TF2Reader(TF1Reader):
+    """An object-based checkpoint, named through its object graph.
+
+    Keys are relative to the `model` object when the root has one (the
+    checkpoints keras_slim's `Checkpoints` writes, or
+    `tf.train.Checkpoint(model=...)`), so a variable's default key is its
+    path there too.
+    """
+
+    format = "TF2 object-based checkpoint"
+
+    def __init__(self, prefix, reader):
+        self.path = prefix
+        self._reader = reader
+        shapes = reader.get_variable_to_shape_map()
+        dtypes = reader.get_variable_to_dtype_map()
+        graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
+        self._keys = _object_paths(graph)
+        self.entries = {
+            name: (tuple(shapes[key]), dtypes[key].name)
+            for name, key in self._keys.items()
+            if key in shapes
+        }
+        root_names = {child.local_name for child in graph.nodes[0].children}
+        self.prefix = "model/" if "model" in root_names else ""
+
+    def lookup(self, key):
+        name = self.prefix + key
+        return name if name in self.entries else None
+
+
+def _object_paths(graph):
+    """{object path: checkpoint key} of every variable in the graph.
+
+    A breadth-first walk from the root, so an object reachable in several
+    ways is named by its shortest path.
+    """
+    paths = {0: ""}
+    queue = [0]
+    keys = {}
+    while queue:
+        node_id = queue.pop(0)
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                keys[paths[node_id]] = attribute.checkpoint_key
+        for child in node.children:
+            if child.node_id not in paths:
+                prefix = paths[node_id] + "/" if paths[node_id] else ""
+                paths[child.node_id] = prefix + child.local_name
+                queue.append(child.node_id)
+    return keys
+
+
+class KerasReader:
+    """A Keras `.weights.h5` file, or the weights inside a `.keras` file."""
+
+    format = "Keras weights file"
+
+    def __init__(self, path):
+        self.path = path
+        if path.endswith(".keras"):
+            with zipfile.ZipFile(path) as archive:
+                data = archive.read("model.weights.h5")
+            self._file = h5py.File(io.BytesIO(data), "r")
+        else:
+            self._file = h5py.File(path, "r")
+        self.entries = {}
+        self._layer_groups = {}
+        self._file.visititems(self._visit)
+
+    def _visit(self, name, item):
+        if isinstance(item, h5py.Dataset):
+            self.entries[name] = (tuple(item.shape), item.dtype.name)
+        elif name.split("/")[-1] == "vars" and "name" in item.attrs:
+            layer = item.attrs["name"]
+            layer = layer.decode() if isinstance(layer, bytes) else str(layer)
+            self._layer_groups.setdefault(layer, []).append(name)
+
+    def lookup(self, key):
+        return key if key in self.entries else None
+
+    def read(self, name):
+        return np.asarray(self._file[name])
+
+    def close(self):
+        self._file.close()
+
+    def default_keys(self, variables, layers=()):
+        """Each variable's dataset, through the name of its layer.
+
+        Keras stores a layer's variables as `vars/0`, `vars/1`, ... in the
+        order of the layer's `save_own_variables`, under a group that
+        records the layer's name. A layer name found in several groups, or
+        several layers of one name, is ambiguous and maps nothing.
+        """
+        wanted = {variable_path(v) for v in variables}
+        names = [layer.name for layer in layers]
+        keys = {}
+        for layer in layers:
+            groups = self._layer_groups.get(layer.name, [])
+            if len(groups) != 1 or names.count(layer.name) != 1:
+                continue
+            store = {}
+            layer.save_own_variables(store)
+            for index, value in store.items():
+                path = getattr(value, "path", None)
+                if path in wanted:
+                    keys[path] = f"{groups[0]}/{index}"
+        return keys
+
+
+def resolve(checkpoint):
+    """Opens a checkpoint given as a directory, prefix or Keras file.
+
+    Args:
+        checkpoint: A directory (its latest checkpoint), a checkpoint
+            prefix, or a `.weights.h5` / `.keras` file.
+
+    Returns:
+        A reader: `entries` ({name: (shape, dtype)}), `lookup(key)`,
+        `read(name)`, `default_keys(variables, layers)`, `close()`,
+        `format` and `path`.
+
+    Raises:
+        FileNotFoundError: if nothing readable is at `checkpoint`.
+    """
+    path = _validation.path("checkpoint", checkpoint)
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise FileNotFoundError(
+                f"The directory {path!r} holds no checkpoint (no "
+                "'checkpoint' file naming one). Expected a checkpoint "
+                "directory, a checkpoint prefix or a Keras .weights.h5 / "
+                ".keras file."
+            )
+        path = latest
+    if path.endswith(_KERAS_SUFFIXES):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"The Keras file {path!r} does not exist.")
+        return KerasReader(path)
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(
+            f"No checkpoint at {path!r}: neither a directory, nor a "
+            f"checkpoint prefix (no {path + '.index'!r}), nor a Keras "
+            ".weights.h5 / .keras file."
+        )
+    reader = tf.train.load_checkpoint(path)
+    if _OBJECT_GRAPH_KEY in reader.get_variable_to_shape_map():
+        return TF2Reader(path, reader)
+    return TF1Reader(path, reader)

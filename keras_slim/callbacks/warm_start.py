@@ -1,0 +1,279 @@
+"""`WarmStart`: initialise a model from another checkpoint before training."""
+
+import logging
+import re
+
+import keras
+
+from keras_slim import _checkpoint_readers
+from keras_slim import _validation
+from keras_slim import checkpoints as checkpoints_lib
+from keras_slim.gradients import variable_path
+
+logger = logging.getLogger("keras_slim")
+
+
+def _name_map(value):
+    """A callable path -> key from `None`, a dict of regexes, or a callable."""
+    if value is None or callable(value):
+        return value
+    if not isinstance(value, dict):
+        raise _validation.invalid(
+            "name_map",
+            value,
+            "a dict {regex: replacement}, a callable path -> key, or None",
+        )
+    rules = []
+    for pattern, replacement in value.items():
+        if not isinstance(pattern, str) or not isinstance(replacement, str):
+            raise _validation.invalid(
+                "name_map", value, "a dict of str regex -> str replacement"
+            )
+        try:
+            rules.append((re.compile(pattern), replacement))
+        except re.error as error:
+            raise ValueError(
+                f"Invalid regular expression in `name_map`: {pattern!r} "
+                f"({error})."
+            ) from None
+
+    def apply(path):
+        for pattern, replacement in rules:
+            path = pattern.sub(replacement, path)
+        return path
+
+    return apply
+
+
+def _layers(model):
+    # Every layer, nested ones included, as Keras's saving walks them.
+    return list(model._flatten_layers(include_self=True))
+
+
+class WarmStart(keras.callbacks.Callback):
+    """Initialises model variables from a checkpoint before the first step.
+
+    TF-Slim's `init_fn` (`assign_from_checkpoint_fn`) and
+    train_image_classifier's `--checkpoint_path`: fine-tune from a
+    pretrained network. It acts once, just before the first training step
+    (after every callback's `on_train_begin`), and only when no checkpoint
+    was restored from the training directory by `Checkpoints`: resuming a
+    run beats warm-starting it, as with `Supervisor`'s `init_fn`. The
+    optimizer's state and the global step are never restored.
+
+    Checkpoint keys: a variable's key is `name_map(path)`, by default
+    - its path, for a TF1 name-based checkpoint (TF-Slim,
+      `tf.compat.v1.train.Saver`);
+    - its path below the `model` object, for a TF2 checkpoint whose root
+      has one (the checkpoints `Checkpoints` writes); else the full object
+      path;
+    - the dataset Keras saved for the variable's layer (found by layer
+      name) in a `.weights.h5` / `.keras` file; a `name_map` must then
+      give dataset paths (`layers/dense/vars/0`).
+    `keras_slim.checkpoints.list_variables` shows the keys a checkpoint
+    holds.
+
+    Args:
+        checkpoint: A directory (its latest checkpoint), a checkpoint
+            prefix, or a Keras `.weights.h5` / `.keras` file; `None` when
+            only `values` are assigned.
+        include: Pattern or list of patterns (`re.match` on
+            `variable.path`): restore only these variables.
+        exclude: Pattern or list of patterns: do not restore these
+            (`--checkpoint_exclude_scopes`).
+        name_map: How a variable path becomes a checkpoint key: a dict
+            {regex: replacement} applied in order with `re.sub`, or a
+            callable path -> key.
+        values: A dict {variable path: array} assigned directly, after the
+            checkpoint (slim's `assign_from_values`).
+        ignore_missing: Skip selected variables the checkpoint lacks,
+            instead of failing (`--ignore_missing_vars`).
+        ignore_shape_mismatch: Skip variables whose shape differs from the
+            checkpoint's, instead of failing.
+
+    Attributes:
+        report: After the warm start, a dict of lists of variable paths:
+            `restored` (from the checkpoint or `values`), `missing` and
+            `mismatched` (skipped); `None` before.
+        resumed_from: The checkpoint `Checkpoints` resumed from, when that
+            made the warm start step aside.
+
+    Raises:
+        ValueError: for an argument of the wrong type or an invalid
+            pattern; before the first step, for selected variables missing
+            from the checkpoint or of another shape (unless ignored), or a
+            `values` path the model lacks.
+        FileNotFoundError: at train begin, if `checkpoint` does not exist.
+
+    Example:
+    ```python
+    warm = keras_slim.callbacks.WarmStart(
+        "/tmp/pretrain",
+        exclude="logits/",
+        name_map={r"(.*)/kernel": r"\\1/weights", r"(.*)/bias": r"\\1/biases"},
+    )
+    model.fit(dataset, epochs=1, callbacks=[warm])
+    print(warm.report["restored"])
+    ```
+    """
+
+    def __init__(
+        self,
+        checkpoint,
+        include=None,
+        exclude=None,
+        name_map=None,
+        values=None,
+        ignore_missing=False,
+        ignore_shape_mismatch=False,
+    ):
+        super().__init__()
+        if checkpoint is None and values is None:
+            raise _validation.invalid(
+                "checkpoint", checkpoint, "a checkpoint path (or `values`)"
+            )
+        self.checkpoint = (
+            None
+            if checkpoint is None
+            else _validation.path("checkpoint", checkpoint)
+        )
+        # Checked now, used at the first step.
+        checkpoints_lib._patterns("include", include)
+        checkpoints_lib._patterns("exclude", exclude)
+        self.include = include
+        self.exclude = exclude
+        self._name_map = _name_map(name_map)
+        if values is not None and not isinstance(values, dict):
+            raise _validation.invalid(
+                "values", values, "a dict {variable path: array} or None"
+            )
+        self.values = values
+        self.ignore_missing = _validation.boolean(
+            "ignore_missing", ignore_missing
+        )
+        self.ignore_shape_mismatch = _validation.boolean(
+            "ignore_shape_mismatch", ignore_shape_mismatch
+        )
+        self.report = None
+        self.resumed_from = None
+        self._done = False
+
+    def on_train_begin(self, logs=None):
+        if not self._done and self.checkpoint is not None:
+            # The path is checked before any step, also when a resume will
+            # make the warm start step aside.
+            _checkpoint_readers.resolve(self.checkpoint).close()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._done:
+            return
+        self._done = True
+        resumed = checkpoints_lib.resumed_from(self.model)
+        if resumed is not None:
+            self.resumed_from = resumed
+            self.report = {"restored": [], "missing": [], "mismatched": []}
+            logger.info(
+                "Warm start skipped: training resumed from %s.", resumed
+            )
+            return
+        self.apply(self.model)
+
+    def apply(self, model):
+        """Warm-starts `model` now (what the callback does at the first step).
+
+        Args:
+            model: A built Keras model.
+
+        Returns:
+            The report (also kept in `self.report`).
+
+        Raises:
+            ValueError: as the class says; nothing is assigned then.
+            FileNotFoundError: if the checkpoint does not exist.
+        """
+        report = {"restored": [], "missing": [], "mismatched": []}
+        arrays = {}
+        if self.values is not None:
+            arrays, variables = checkpoints_lib._checked_values(
+                model, self.values
+            )
+        if self.checkpoint is not None:
+            report = self._from_checkpoint(model)
+        for path, array in arrays.items():
+            checkpoints_lib._assign(variables[path], array)
+        report["restored"] = sorted(set(report["restored"]) | set(arrays))
+        self.report = report
+        return report
+
+    def _var_map(self, model, reader):
+        variables = checkpoints_lib.variables_to_restore(
+            model, self.include, self.exclude
+        )
+        if self._name_map is not None:
+            return {self._name_map(variable_path(v)): v for v in variables}
+        keys = reader.default_keys(variables, _layers(model))
+        # A variable with no default key (a Keras file without its layer)
+        # is reported missing under its path.
+        return {
+            keys.get(variable_path(v), variable_path(v)): v for v in variables
+        }
+
+    def _from_checkpoint(self, model):
+        reader = _checkpoint_readers.resolve(self.checkpoint)
+        try:
+            var_map = self._var_map(model, reader)
+            found, missing, mismatched = checkpoints_lib._split(var_map, reader)
+            self._check(reader, var_map, missing, mismatched)
+            values = {
+                key: reader.read(name) for key, (name, _) in found.items()
+            }
+        finally:
+            reader.close()
+        for key, (_, variable) in found.items():
+            checkpoints_lib._assign(variable, values[key])
+        report = {
+            "restored": sorted(variable_path(v) for _, v in found.values()),
+            "missing": sorted(variable_path(var_map[k]) for k in missing),
+            "mismatched": sorted(variable_path(var_map[k]) for k in mismatched),
+        }
+        self._log(reader, report, var_map, missing, mismatched)
+        return report
+
+    def _check(self, reader, var_map, missing, mismatched):
+        if missing and not self.ignore_missing:
+            lines = "\n".join(
+                f"  {variable_path(var_map[k])} (key {k!r})" for k in missing
+            )
+            raise ValueError(
+                f"{len(missing)} variables to warm-start are not in the "
+                f"{reader.format} {reader.path!r}:\n{lines}\nIt holds: "
+                f"{checkpoints_lib._some(reader.entries)}. Pass "
+                "`ignore_missing=True` to skip them, or `exclude` or "
+                "`name_map` to select or rename them."
+            )
+        if mismatched and not self.ignore_shape_mismatch:
+            raise ValueError(
+                f"Shapes differ between the {reader.format} "
+                f"{reader.path!r} and the model:\n"
+                + checkpoints_lib._mismatch_lines(mismatched, var_map, reader)
+                + "\nPass `ignore_shape_mismatch=True` to skip them, or "
+                "`exclude` them."
+            )
+
+    def _log(self, reader, report, var_map, missing, mismatched):
+        logger.info(
+            "Warm start from %s (%s): %d restored, %d missing, %d mismatched.",
+            reader.path,
+            reader.format,
+            len(report["restored"]),
+            len(report["missing"]),
+            len(report["mismatched"]),
+        )
+        for status, keys in (("missing", missing), ("mismatched", mismatched)):
+            for key in keys:
+                logger.info(
+                    "  %-10s %s (key %r)",
+                    status,
+                    variable_path(var_map[key]),
+                    key,
+                )
