@@ -177,8 +177,8 @@ def main(argv=None):
             m, r = bench_model(name, args.runs, directory)
         fraction = m["hooks"] * m["bare"]
         print(
-            f"| {name} | {m['bare']:.1f} | {_common.summary(r['bare again'])} | "
-            f"{m['services']:.1f} | "
+            f"| {name} | {m['bare']:.1f} | "
+            f"{_common.summary(r['bare again'])} | {m['services']:.1f} | "
             f"{_common.summary(r['services'])} | {m['in-step']:.1f} | "
             f"{_common.summary(r['in-step'])} | {m['hooks'] * 1e6:.1f} | "
             f"{fraction:.2%} |"
