@@ -2,11 +2,14 @@
 
 Gradient policies (multipliers, freezing, clipping, NaN checks) applied
 after the cross-replica sum, in a `keras.Model` train step; training
-services as callbacks for `model.fit`, and `train()` for TF-Slim code.
+services as callbacks for `model.fit`, and `train()` for TF-Slim code;
+`DeploymentConfig` for clones, replicas and parameter servers.
 """
 
 from keras_slim import callbacks
+from keras_slim import checkpoints
 from keras_slim import gradients
+from keras_slim.deployment import DeploymentConfig
 from keras_slim.errors import NanLossDuringTrainingError
 from keras_slim.learning import train
 from keras_slim.model import SlimModel
@@ -16,10 +19,12 @@ from keras_slim.policy import GradientPolicy
 __version__ = "0.1.0"
 
 __all__ = [
+    "DeploymentConfig",
     "GradientPolicy",
     "NanLossDuringTrainingError",
     "SlimModel",
     "callbacks",
+    "checkpoints",
     "gradients",
     "train",
     "wrap",

@@ -23,13 +23,15 @@ tf.config.set_logical_device_configuration(
 
 @pytest.fixture(scope="session")
 def mirrored():
-    """One MirroredStrategy over the 4 logical CPUs, shared by all tests.
+    """One MirroredStrategy over the 4 logical CPUs, shared by all tests
+    and with `DeploymentConfig`, which keeps one per device set.
 
     A second MirroredStrategy over the same devices in one process can
     abort with 'Shape mismatch in the collective instance'.
     """
-    devices = [f"/cpu:{i}" for i in range(NUM_REPLICAS)]
-    return tf.distribute.MirroredStrategy(devices)
+    from keras_slim.deployment import mirrored_strategy
+
+    return mirrored_strategy([f"/cpu:{i}" for i in range(NUM_REPLICAS)])
 
 
 @pytest.fixture

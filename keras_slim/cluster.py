@@ -1,0 +1,335 @@
+"""Real multi-process clusters on loopback, for tests, docs and demos.
+
+Every task is its own process on 127.0.0.1 with a gRPC server:
+
+- with parameter servers (`ps > 0`): the worker and ps tasks are
+  `tf.distribute.Server`s started here; the training program is the
+  coordinator (task `chief`), with `TF_CONFIG` naming them;
+- without (`ps == 0`): the training program runs once per worker, each with
+  its `TF_CONFIG`, under `MultiWorkerMirroredStrategy`.
+
+From a shell:
+
+```sh
+python -m keras_slim.cluster --workers 2 --ps 2 -- python train.py --flags
+python -m keras_slim.cluster --workers 2 -- python train.py --flags
+```
+
+From Python, `LocalCluster` (or `keras_slim.testing.local_cluster`). The
+processes are always cleaned up: when the context exits, when the caller
+fails, and, for the servers, when the process that started them dies
+(each server watches its parent).
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+__all__ = ["LocalCluster", "main"]
+
+
+def free_ports(count):
+    """`count` distinct free TCP ports on 127.0.0.1."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _wait_for_port(port, process, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"The server for port {port} exited with code "
+                f"{process.returncode} before listening."
+            )
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(
+        f"No server listening on 127.0.0.1:{port} after {timeout} s."
+    )
+
+
+class LocalCluster:
+    """A cluster of local processes: `workers` workers, `ps` parameter servers.
+
+    Args:
+        workers: Positive integer: worker tasks.
+        ps: Non-negative integer: parameter-server tasks. Above 0, the
+            cluster also has a `chief` task, the coordinator, which is the
+            calling process (or the command `run` starts).
+        env: Extra environment variables for every process started.
+
+    Attributes:
+        spec: The cluster spec, a dict {job: ["127.0.0.1:port", ...]}.
+
+    Example:
+    ```python
+    with LocalCluster(workers=2, ps=2) as cluster:
+        config = keras_slim.DeploymentConfig(
+            num_ps_tasks=2, cluster_resolver=cluster.resolver()
+        )
+    ```
+    """
+
+    def __init__(self, workers=2, ps=0, env=None):
+        if (
+            isinstance(workers, bool)
+            or not isinstance(workers, int)
+            or workers < 1
+        ):
+            raise ValueError(
+                f"Invalid value for argument `workers`. Received: "
+                f"workers={workers!r}. Expected a positive integer."
+            )
+        if isinstance(ps, bool) or not isinstance(ps, int) or ps < 0:
+            raise ValueError(
+                f"Invalid value for argument `ps`. Received: ps={ps!r}. "
+                "Expected a non-negative integer."
+            )
+        self.workers = workers
+        self.ps = ps
+        self.env = dict(env or {})
+        ports = free_ports(workers + ps + (1 if ps else 0))
+        address = [f"127.0.0.1:{p}" for p in ports]
+        self.spec = {"worker": address[:workers]}
+        if ps:
+            self.spec["ps"] = address[workers : workers + ps]
+            self.spec["chief"] = address[workers + ps :]
+        self._servers = {}
+        self._processes = []
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def tf_config(self, task_type, index=0):
+        """The `TF_CONFIG` value of one task, as a JSON string."""
+        return json.dumps(
+            {"cluster": self.spec, "task": {"type": task_type, "index": index}}
+        )
+
+    def resolver(self, task_type=None, index=0):
+        """A `SimpleClusterResolver` for the coordinator (or another task)."""
+        import tensorflow as tf
+
+        task_type = task_type or ("chief" if self.ps else "worker")
+        return tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(self.spec),
+            task_type=task_type,
+            task_id=index,
+            rpc_layer="grpc",
+        )
+
+    def _environment(self, extra=None):
+        env = dict(os.environ)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env.update(self.env)
+        env.update(extra or {})
+        return env
+
+    def start(self):
+        """Starts the worker and ps servers (with `ps > 0`); waits for them."""
+        if not self.ps:
+            return
+        # A coordinator must see a lost worker as unavailable at once, so
+        # that its steps go to the others (TF's parameter-server tutorial).
+        os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+        try:
+            for job in ("ps", "worker"):
+                for index in range(len(self.spec[job])):
+                    self._start_server(job, index)
+            for (job, index), process in self._servers.items():
+                port = int(self.spec[job][index].rsplit(":", 1)[1])
+                _wait_for_port(port, process, timeout=60)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_server(self, job, index):
+        command = [
+            sys.executable,
+            "-m",
+            "keras_slim.cluster",
+            "--serve",
+            job,
+            str(index),
+            "--spec",
+            json.dumps(self.spec),
+            "--parent",
+            str(os.getpid()),
+        ]
+        process = subprocess.Popen(
+            command,
+            env=self._environment({"CUDA_VISIBLE_DEVICES": ""}),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._servers[(job, index)] = process
+        self._processes.append(process)
+
+    def kill(self, job, index):
+        """Kills one server task with SIGKILL (a machine lost)."""
+        process = self._servers[(job, index)]
+        process.kill()
+        process.wait()
+
+    def run(self, command, timeout=None, capture=True):
+        """Runs the training program: once as the coordinator (`ps > 0`), or
+        once per worker with its `TF_CONFIG`.
+
+        Args:
+            command: The argv list.
+            timeout: Seconds before every task is killed (`None`: no limit).
+            capture: Capture output (returned), else inherit it.
+
+        Returns:
+            A list of `subprocess.CompletedProcess`, one per process run.
+            When one worker fails, the others are stopped (a synchronous
+            cluster would wait for it forever).
+        """
+        tasks = (
+            [("chief", 0)]
+            if self.ps
+            else [("worker", i) for i in range(self.workers)]
+        )
+        processes = []
+        for job, index in tasks:
+            env = self._environment({"TF_CONFIG": self.tf_config(job, index)})
+            if self.ps:
+                env.setdefault("GRPC_FAIL_FAST", "use_caller")
+            output = subprocess.PIPE if capture else None
+            process = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                text=True,
+                start_new_session=True,
+            )
+            processes.append(process)
+            self._processes.append(process)
+        return _wait_all(command, processes, timeout)
+
+    def close(self):
+        """Kills every process this cluster started and waits for them."""
+        for process in self._processes:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+        for process in self._processes:
+            with contextlib.suppress(Exception):
+                process.wait(timeout=30)
+        self._processes = []
+        self._servers = {}
+
+
+def _wait_all(command, processes, timeout):
+    outputs = [None] * len(processes)
+
+    def collect(i, process):
+        outputs[i] = process.communicate()
+
+    threads = [
+        threading.Thread(target=collect, args=(i, p), daemon=True)
+        for i, p in enumerate(processes)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while any(p.poll() is None for p in processes):
+        failed = any(p.returncode not in (None, 0) for p in processes)
+        late = deadline is not None and time.monotonic() > deadline
+        if failed or late:
+            for p in processes:
+                if p.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(p.pid, signal.SIGKILL)
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    return [
+        subprocess.CompletedProcess(
+            command, p.returncode, *(outputs[i] or (None, None))
+        )
+        for i, p in enumerate(processes)
+    ]
+
+
+def _serve(job, index, spec, parent):
+    """A server task: serve until the process that started it is gone."""
+    import tensorflow as tf
+
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec(spec),
+        job_name=job,
+        task_index=index,
+        protocol="grpc",
+        start=True,
+    )
+    while os.getppid() == parent and server is not None:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def main(argv=None):
+    """`python -m keras_slim.cluster --workers N [--ps M] -- command ...`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_slim.cluster",
+        description=(
+            "Run a training command on a local cluster of real gRPC "
+            "servers on 127.0.0.1."
+        ),
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ps", type=int, default=0)
+    parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.serve:
+        _serve(
+            args.serve[0],
+            int(args.serve[1]),
+            json.loads(args.spec),
+            args.parent,
+        )
+        return 0
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given: ... -- python train.py [flags]")
+    try:
+        cluster = LocalCluster(args.workers, args.ps)
+    except ValueError as error:
+        parser.error(str(error))
+    with cluster:
+        results = cluster.run(command, capture=False)
+    codes = [r.returncode for r in results]
+    return next((c for c in codes if c != 0), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

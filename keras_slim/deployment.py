@@ -1,0 +1,355 @@
+"""`DeploymentConfig`: TF-Slim's `model_deploy` settings as a strategy.
+
+TF-Slim placed clones on devices and variables on parameter servers
+itself. In TF2 the `tf.distribute` strategies do the placement; this
+module maps the same configuration onto them:
+
+- one clone: the default strategy (`OneDeviceStrategy("/cpu:0")` with
+  `clone_on_cpu` on a GPU machine);
+- `num_clones=n`: `MirroredStrategy` over `GPU:0..n-1`, or over `n` CPU
+  devices with `clone_on_cpu`;
+- `num_replicas > 1`: `MultiWorkerMirroredStrategy` (synchronous
+  replicas);
+- `num_ps_tasks > 0`: `ParameterServerStrategy` (variables round-robin
+  over the ps tasks).
+
+The cluster of the last two comes from `cluster_resolver`, else from the
+`TF_CONFIG` environment variable (`tf.distribute.cluster_resolver.
+TFConfigClusterResolver`).
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from keras_slim import _validation
+
+__all__ = ["DeploymentConfig"]
+
+# One MirroredStrategy per device set and process: a second one over the
+# same devices can abort with 'Shape mismatch in the collective instance'.
+_MIRRORED = {}
+
+
+def _non_negative_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _validation.invalid(name, value, "a non-negative integer")
+    return value
+
+
+def _job_name(name, value):
+    if not isinstance(value, str) or not value:
+        raise _validation.invalid(name, value, "a non-empty job name")
+    return value
+
+
+def mirrored_strategy(devices):
+    """The process's `MirroredStrategy` over `devices`, made once.
+
+    Args:
+        devices: Device names, such as `["/cpu:0", "/cpu:1"]`.
+
+    Returns:
+        A `tf.distribute.MirroredStrategy`.
+    """
+    specs = [tf.DeviceSpec.from_string(d) for d in devices]
+    key = tuple(f"{s.device_type.upper()}:{s.device_index}" for s in specs)
+    if key not in _MIRRORED:
+        _MIRRORED[key] = tf.distribute.MirroredStrategy(list(devices))
+    return _MIRRORED[key]
+
+
+def _cpu_devices(count):
+    """`count` logical CPU devices, made now if TensorFlow allows it."""
+    logical = tf.config.list_logical_devices("CPU")
+    if len(logical) >= count:
+        return [d.name for d in logical[:count]]
+    physical = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            physical[0],
+            [tf.config.LogicalDeviceConfiguration() for _ in range(count)],
+        )
+    except RuntimeError:
+        raise ValueError(
+            f"num_clones={count} with clone_on_cpu needs {count} CPU "
+            f"devices; this process has {len(logical)} and TensorFlow is "
+            "already initialised, so no more can be made. Call "
+            "DeploymentConfig(...).strategy() before anything else uses "
+            "TensorFlow, or configure logical CPU devices with "
+            "tf.config.set_logical_device_configuration first."
+        ) from None
+    return [d.name for d in tf.config.list_logical_devices("CPU")[:count]]
+
+
+class DeploymentConfig:
+    """How training is deployed: clones, replicas, parameter servers.
+
+    TF-Slim's `model_deploy.DeploymentConfig`, with the same arguments,
+    turned into a `tf.distribute` strategy by `strategy()`. Build and
+    compile the model in `strategy.scope()`; `SlimModel.fit` and
+    `keras_slim.train` work under each of them.
+
+    Args:
+        num_clones: Positive integer: model copies on this machine's
+            devices (synchronous, one step over all of them).
+        clone_on_cpu: Put the clones on CPU devices (logical ones, made
+            when needed and TensorFlow is not yet initialised).
+        replica_id: Non-negative integer: this worker's index, below
+            `num_replicas`.
+        num_replicas: Positive integer: worker machines training
+            synchronously (`MultiWorkerMirroredStrategy`).
+        num_ps_tasks: Non-negative integer: parameter servers; above 0,
+            training is asynchronous under `ParameterServerStrategy` and
+            this process is its coordinator.
+        worker_job_name: The cluster's job of workers.
+        ps_job_name: The cluster's job of parameter servers.
+        cluster_resolver: A `tf.distribute.cluster_resolver.ClusterResolver`
+            for replicas or parameter servers; `None` reads `TF_CONFIG`.
+
+    Raises:
+        ValueError: for an argument out of range, for settings the cluster
+            contradicts (no ps job, another number of tasks), or for more
+            clones than GPUs without `clone_on_cpu`. Checked by
+            `strategy()`, before any strategy is made.
+
+    Example:
+    ```python
+    config = keras_slim.DeploymentConfig(num_clones=2, clone_on_cpu=True)
+    with config.strategy().scope():
+        model = build_model()
+        model.compile(optimizer="sgd", loss="mse")
+    ```
+    """
+
+    def __init__(
+        self,
+        num_clones=1,
+        clone_on_cpu=False,
+        replica_id=0,
+        num_replicas=1,
+        num_ps_tasks=0,
+        worker_job_name="worker",
+        ps_job_name="ps",
+        cluster_resolver=None,
+    ):
+        self.num_clones = _validation.positive_int("num_clones", num_clones)
+        self.clone_on_cpu = _validation.boolean("clone_on_cpu", clone_on_cpu)
+        self.num_replicas = _validation.positive_int(
+            "num_replicas", num_replicas
+        )
+        self.replica_id = _non_negative_int("replica_id", replica_id)
+        if self.replica_id >= self.num_replicas:
+            raise _validation.invalid(
+                "replica_id",
+                replica_id,
+                f"an index below num_replicas={self.num_replicas}",
+            )
+        self.num_ps_tasks = _non_negative_int("num_ps_tasks", num_ps_tasks)
+        self.worker_job_name = _job_name("worker_job_name", worker_job_name)
+        self.ps_job_name = _job_name("ps_job_name", ps_job_name)
+        if cluster_resolver is not None and not isinstance(
+            cluster_resolver, tf.distribute.cluster_resolver.ClusterResolver
+        ):
+            raise _validation.invalid(
+                "cluster_resolver",
+                cluster_resolver,
+                "a tf.distribute.cluster_resolver.ClusterResolver or None",
+            )
+        self._resolver = cluster_resolver
+        self._strategy = None
+
+    @property
+    def kind(self):
+        """`"parameter_server"`, `"multi_worker"`, `"mirrored"` or `"local"`."""
+        if self.num_ps_tasks > 0:
+            return "parameter_server"
+        if self.num_replicas > 1:
+            return "multi_worker"
+        if self.num_clones > 1:
+            return "mirrored"
+        return "local"
+
+    @property
+    def cluster_resolver(self):
+        """The resolver of the cluster (`TF_CONFIG` when none was given)."""
+        if self._resolver is None and self.kind in (
+            "parameter_server",
+            "multi_worker",
+        ):
+            self._resolver = (
+                tf.distribute.cluster_resolver.TFConfigClusterResolver()
+            )
+        return self._resolver
+
+    @property
+    def is_chief(self):
+        """Whether this process writes checkpoints, summaries and traces.
+
+        The coordinator under parameter servers; else the `chief` task, or
+        worker 0 of a cluster without one; else `replica_id == 0`, as in
+        TF-Slim.
+        """
+        if self.kind == "parameter_server":
+            return True
+        resolver = self.cluster_resolver
+        if resolver is not None and resolver.task_type:
+            jobs = resolver.cluster_spec().as_dict()
+            if "chief" in jobs:
+                return resolver.task_type == "chief"
+            return (
+                resolver.task_type == self.worker_job_name
+                and resolver.task_id == 0
+            )
+        return self.replica_id == 0
+
+    def _jobs(self):
+        resolver = self.cluster_resolver
+        jobs = resolver.cluster_spec().as_dict()
+        if not jobs:
+            raise ValueError(
+                f"{self.kind.replace('_', ' ')} training needs a cluster: "
+                f"num_replicas={self.num_replicas}, num_ps_tasks="
+                f"{self.num_ps_tasks}, but no cluster_resolver was given "
+                "and TF_CONFIG "
+                + (
+                    "is not set."
+                    if "TF_CONFIG" not in os.environ
+                    else f"has no cluster: {os.environ['TF_CONFIG']!r}."
+                )
+            )
+        return jobs
+
+    def _check_job(self, jobs, job, name, expected):
+        tasks = len(jobs.get(job, []))
+        if job not in jobs:
+            raise ValueError(
+                f"{name}={expected} but the cluster has no {job!r} job. Its "
+                f"jobs are {sorted(jobs)}."
+            )
+        if tasks != expected:
+            raise ValueError(
+                f"{name}={expected} but the cluster's {job!r} job has "
+                f"{tasks} tasks: {jobs[job]}."
+            )
+
+    def _check_gpus(self):
+        gpus = tf.config.list_physical_devices("GPU")
+        if self.num_clones > 1 and len(gpus) < self.num_clones:
+            raise ValueError(
+                f"num_clones={self.num_clones} but this machine has "
+                f"{len(gpus)} GPUs. Pass clone_on_cpu=True to put the "
+                "clones on CPU devices."
+            )
+
+    def _multi_worker_clones(self):
+        if self.num_clones > 1 and (
+            self.clone_on_cpu
+            or len(tf.config.list_physical_devices("GPU")) != self.num_clones
+        ):
+            raise ValueError(
+                f"num_clones={self.num_clones} with "
+                f"{self.kind.replace('_', ' ')} training: each worker "
+                "uses all its GPUs as clones, so num_clones must equal the "
+                f"GPUs visible ({len(tf.config.list_physical_devices('GPU'))}"
+                "), on GPUs. Set CUDA_VISIBLE_DEVICES per worker instead."
+            )
+
+    def strategy(self):
+        """The `tf.distribute` strategy for this configuration, made once.
+
+        Returns:
+            A `tf.distribute.Strategy`.
+
+        Raises:
+            ValueError: for settings the machine or cluster contradicts.
+        """
+        if self._strategy is None:
+            self._strategy = self._make_strategy()
+        return self._strategy
+
+    def _make_strategy(self):
+        kind = self.kind
+        if kind == "parameter_server":
+            jobs = self._jobs()
+            self._check_job(
+                jobs, self.ps_job_name, "num_ps_tasks", self.num_ps_tasks
+            )
+            if self.worker_job_name not in jobs:
+                raise ValueError(
+                    f"num_ps_tasks={self.num_ps_tasks} but the cluster has "
+                    f"no {self.worker_job_name!r} job. Its jobs are "
+                    f"{sorted(jobs)}."
+                )
+            self._multi_worker_clones()
+            return tf.distribute.ParameterServerStrategy(self.cluster_resolver)
+        if kind == "multi_worker":
+            jobs = self._jobs()
+            workers = len(jobs.get(self.worker_job_name, [])) + len(
+                jobs.get("chief", [])
+            )
+            if workers != self.num_replicas:
+                raise ValueError(
+                    f"num_replicas={self.num_replicas} but the cluster has "
+                    f"{workers} workers: {jobs}."
+                )
+            self._multi_worker_clones()
+            return tf.distribute.MultiWorkerMirroredStrategy(
+                cluster_resolver=self.cluster_resolver
+            )
+        if kind == "mirrored":
+            if self.clone_on_cpu:
+                return mirrored_strategy(_cpu_devices(self.num_clones))
+            self._check_gpus()
+            return mirrored_strategy(
+                [f"/gpu:{i}" for i in range(self.num_clones)]
+            )
+        if self.clone_on_cpu and tf.config.list_physical_devices("GPU"):
+            return tf.distribute.OneDeviceStrategy("/cpu:0")
+        return tf.distribute.get_strategy()
+
+    def describe(self):
+        """A readable account of the deployment, for logs.
+
+        Returns:
+            A multi-line string.
+        """
+        lines = [f"DeploymentConfig: {self.kind.replace('_', ' ')} training"]
+        lines.append(
+            f"  clones per worker: {self.num_clones} on "
+            + (
+                "CPU"
+                if self.clone_on_cpu
+                else "GPU"
+                if self.num_clones > 1
+                else "the default device"
+            )
+        )
+        if self.kind == "multi_worker":
+            lines.append(
+                f"  synchronous replicas: {self.num_replicas} (this is "
+                f"replica {self.replica_id})"
+            )
+        if self.kind == "parameter_server":
+            lines.append(
+                f"  parameter servers: {self.num_ps_tasks} (job "
+                f"{self.ps_job_name!r}), variables round-robin; workers: "
+                f"job {self.worker_job_name!r}; this process coordinates"
+            )
+        if self.kind in ("multi_worker", "parameter_server"):
+            resolver = self.cluster_resolver
+            spec = resolver.cluster_spec().as_dict() if resolver else {}
+            lines.append(f"  cluster: {json.dumps(spec, sort_keys=True)}")
+        lines.append(f"  chief: {self.is_chief}")
+        if self._strategy is not None:
+            lines.append(f"  strategy: {type(self._strategy).__name__}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (
+            f"DeploymentConfig(num_clones={self.num_clones}, clone_on_cpu="
+            f"{self.clone_on_cpu}, replica_id={self.replica_id}, "
+            f"num_replicas={self.num_replicas}, num_ps_tasks="
+            f"{self.num_ps_tasks})"
+        )
