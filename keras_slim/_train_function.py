@@ -1,4 +1,6 @@
-"""A multi-step train function that works under `MirroredStrategy`.
+"""Train functions that work where Keras 3.15's do not.
+
+Multi-step (`steps_per_execution > 1`) under `MirroredStrategy`:
 
 Keras 3.15's `steps_per_execution > 1` loop wraps each step's
 `strategy.run` in a `tf.cond` (`has_next`). Under `MirroredStrategy` a step
@@ -8,13 +10,39 @@ that makes a `merge_call` (every optimizer update does) then fails with
 loop runs the first step unconditionally and the others in a `while_loop`
 whose condition, not a `cond`, checks for more data, as tf_keras did.
 
+Any step under `MultiWorkerMirroredStrategy`: Keras reduces the step's
+scalar metric results with `strategy.reduce("MEAN", v, axis=0)`, which
+fails on a scalar ('Invalid reduction dimension 0 for input with 0
+dimensions', tensorflow#72388). Here scalars are reduced with `axis=None`.
+
 Private Keras internals used here (pinned by `keras==3.15.*`, checked by
 tests/test_keras_internals.py): `keras.src.backend.tensorflow.trainer.
 reduce_per_replica`, `TensorFlowTrainer._autoconvert_optionals`.
 """
 
 import tensorflow as tf
+from keras.src import tree
 from keras.src.backend.tensorflow.trainer import reduce_per_replica
+
+
+def is_multi_worker(strategy):
+    """Whether `strategy` is a MultiWorkerMirroredStrategy over workers."""
+    return isinstance(
+        strategy, tf.distribute.MultiWorkerMirroredStrategy
+    ) and bool(strategy.extended._in_multi_worker_mode())
+
+
+def reduce_step_outputs(outputs, strategy):
+    """Keras's `reduce_per_replica(..., "auto")`, scalars fixed under MWMS."""
+    if not is_multi_worker(strategy):
+        return reduce_per_replica(outputs, strategy, reduction="auto")
+
+    def mean(value):
+        local = strategy.experimental_local_results(value)[0]
+        axis = None if local.shape.rank == 0 else 0
+        return strategy.reduce("MEAN", value, axis=axis)
+
+    return tree.map_structure(mean, outputs)
 
 
 def make_multi_step_function(model, step_function, keras_function):
@@ -37,7 +65,7 @@ def make_multi_step_function(model, step_function, keras_function):
     @tf.autograph.experimental.do_not_convert
     def one_step_on_data(data):
         outputs = strategy.run(step_function, args=(data,))
-        return reduce_per_replica(outputs, strategy, reduction="auto")
+        return reduce_step_outputs(outputs, strategy)
 
     one_step_on_data = tf.function(
         one_step_on_data, reduce_retracing=True, jit_compile=model.jit_compile
@@ -48,6 +76,8 @@ def make_multi_step_function(model, step_function, keras_function):
     def multi_step_on_iterator(iterator):
         steps = model.steps_per_execution
         outputs = one_step_on_data(iterator.get_next())
+        if steps == 1:
+            return outputs
 
         def more(step, outputs, next_data):
             return tf.logical_and(step < steps, next_data.has_value())

@@ -26,6 +26,7 @@ from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
 
 from keras_slim import _optimizer
+from keras_slim._train_function import is_multi_worker
 from keras_slim._train_function import make_multi_step_function
 from keras_slim.errors import NanLossDuringTrainingError
 from keras_slim.policy import GradientPolicy
@@ -174,7 +175,10 @@ class SlimModel(keras.Model):
         )
         _optimizer.install(self.optimizer)
         super().make_train_function(force=True)
-        if self.steps_per_execution > 1 and not self.run_eagerly:
+        multi_worker = is_multi_worker(self.distribute_strategy)
+        if (
+            self.steps_per_execution > 1 or multi_worker
+        ) and not self.run_eagerly:
             self.train_function = make_multi_step_function(
                 self, self.train_step, self.train_function
             )
@@ -182,6 +186,33 @@ class SlimModel(keras.Model):
             self.train_function, self.optimizer
         )
         return self.train_function
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Builds the model on one replica's batch before the first step.
+
+        Keras 3.15 first reduces the whole distributed (x, y) batch with
+        `strategy.reduce("MEAN", batch)`, which `MultiWorkerMirroredStrategy`
+        cannot do ('Attempt to convert a value (PerReplica...)'); only the
+        shapes matter, so the first local replica's batch is used.
+        """
+        if self._distribute_strategy is None:
+            return
+        if iterator is not None:
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = tf.nest.map_structure(
+                    lambda v: (
+                        self.distribute_strategy.experimental_local_results(v)[
+                            0
+                        ]
+                        if isinstance(v, tf.distribute.DistributedValues)
+                        else v
+                    ),
+                    batch,
+                )
+                break
+        with self.distribute_strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
 
     def train_step(self, data):
         """One step: forward, loss, gradients, sum, policy, apply, metrics.

@@ -152,3 +152,22 @@ def test_layer_walk_and_weights_file_layout_used_by_warm_start(tmp_path):
             weights["layers/dense/vars/0"][()],
             model.get_layer("fc1").kernel.numpy(),
         )
+
+
+def test_internals_used_under_multi_worker_mirrored_strategy():
+    """SlimModel's MWMS fixes override `_maybe_symbolic_build` (whose Keras
+    version reduces the whole batch) and reduce scalars with axis=None;
+    StepLoss reads a metric's backing variable, `Variable._value`."""
+    source = inspect.getsource(tf_trainer.TensorFlowTrainer._maybe_symbolic_build)
+    assert "self.distribute_strategy.reduce(" in source
+    assert 'strategy.reduce("MEAN", v, axis=0)' in inspect.getsource(
+        tf_trainer.reduce_per_replica
+    )
+    # (Not constructed here: a local MWMS would configure this process's
+    # collective ops under the shared MirroredStrategy.)
+    from tensorflow.python.distribute import collective_all_reduce_strategy
+
+    extended = collective_all_reduce_strategy.CollectiveAllReduceExtended
+    assert callable(extended._in_multi_worker_mode)
+    mean = keras.metrics.Mean()
+    assert isinstance(mean.total._value, tf.Variable)

@@ -13,11 +13,22 @@ and `SlimModel` update with the batch's loss weighted by its size): its
 `total` and `count` read before and after a step give that step's loss
 and batch size. Both are read only around the steps that need them.
 
+Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
+host is an all-reduce across the workers, which every worker would have to
+make at the same step, or the cluster hangs or fails ('Shape mismatch in
+the collective instance'); a time trigger or a chief-only callback cannot
+promise that. So there `StepLoss` reads this worker's own replicas only:
+the loss of the worker's share of the global batch, as a TF-Slim worker
+logged its own clones' loss.
+
 `StepCallback` is the base of every callback that acts on the global step:
 it holds the counter, so the bookkeeping lives once.
 """
 
 import keras
+import numpy as np
+
+from keras_slim._train_function import is_multi_worker
 
 
 def global_step(model):
@@ -137,6 +148,8 @@ class StepLoss:
     def __init__(self, model):
         self._tracker = _loss_tracker(model)
         self._mark = None
+        strategy = model.distribute_strategy
+        self._local = strategy if is_multi_worker(strategy) else None
 
     @property
     def available(self):
@@ -144,10 +157,16 @@ class StepLoss:
         return self._tracker is not None
 
     def _read(self):
-        return (
-            float(self._tracker.total.numpy()),
-            float(self._tracker.count.numpy()),
+        return self._value(self._tracker.total), self._value(
+            self._tracker.count
         )
+
+    def _value(self, variable):
+        if self._local is None:
+            return float(variable.numpy())
+        # The backing tf.Variable's local components: no collective.
+        parts = self._local.experimental_local_results(variable._value)
+        return float(sum(np.asarray(part) for part in parts))
 
     def mark(self):
         """Reads the tracker before the steps whose loss is wanted."""

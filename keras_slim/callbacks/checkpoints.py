@@ -20,9 +20,10 @@ def _is_chief(strategy):
 
 
 def _worker_directory(directory, strategy):
-    """Where a non-chief worker writes (then deletes), as Keras does."""
+    """Where a non-chief worker writes (then deletes): a sibling of the
+    chief's directory, so that neither's files or cleanup meet."""
     task_id = getattr(getattr(strategy, "cluster_resolver", None), "task_id", 0)
-    return os.path.join(directory, f"workertemp_{task_id}")
+    return os.path.normpath(directory) + f"_workertemp_{task_id}"
 
 
 class Checkpoints(StepCallback):
@@ -43,8 +44,9 @@ class Checkpoints(StepCallback):
     - never writes a state with a non-finite variable: a step whose loss
       was not finite and was applied leaves no checkpoint behind;
     - only the chief writes. Other workers of a `MultiWorkerMirroredStrategy`
-      save into a temporary directory that is deleted at once, the Keras
-      pattern for savers that every worker must run.
+      save into a sibling temporary directory (`<directory>_workertemp_<task
+      id>`) that is deleted at once, the pattern of TensorFlow's
+      multi-worker tutorial for savers that every worker must run.
 
     The directory is created and test-written when training begins, before
     the first step. Keras's own `epochs` count starts again on a rerun: use

@@ -78,7 +78,8 @@ class Trace(StepCallback):
     `TensorBoard(profile_batch=...)`) is logged and training goes on; the
     callback stops only a profiler it started. Two traces within one second
     share TensorBoard's profile folder (the newer replaces the older
-    there); their JSON files are distinct.
+    there); their JSON files are distinct. Only the chief traces (the
+    worker whose strategy writes summaries).
 
     Args:
         logdir: Directory for the profiles and the JSON traces.
@@ -122,11 +123,17 @@ class Trace(StepCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        check_writable("logdir", self.logdir, what="traces", create=False)
+        strategy = self.model.distribute_strategy
+        # Only the chief traces, as only it writes summaries.
+        self._chief = bool(strategy.extended.should_save_summary)
+        if self._chief:
+            check_writable("logdir", self.logdir, what="traces", create=False)
         self._tracing = None
 
     def on_train_batch_begin(self, batch, logs=None):
         super().on_train_batch_begin(batch, logs)
+        if not self._chief:
+            return
         first = self.counter.step
         last = first + self.model.steps_per_execution - 1
         step = self._chosen(first, last)

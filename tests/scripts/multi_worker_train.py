@@ -1,0 +1,104 @@
+"""Trains one model as one worker of a local cluster, or as one process.
+
+Usage: python multi_worker_train.py OUT_DIR LOGDIR {fit,train}
+
+Under TF_CONFIG (keras_slim.cluster.LocalCluster.run) this is a worker of
+a MultiWorkerMirroredStrategy from DeploymentConfig; without it, one
+process on the same global batch of 64. Writes OUT_DIR/result-<task>.json:
+history (fit) or the returned loss (train), and the final weights.
+"""
+
+import json
+import os
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import keras_slim
+from keras_slim import callbacks
+
+out_dir, logdir, mode = sys.argv[1:4]
+tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+task = tf_config.get("task", {}).get("index", 0)
+if tf_config:
+    config = keras_slim.DeploymentConfig(num_replicas=2, replica_id=task)
+    strategy = config.strategy()
+    is_chief = config.is_chief
+else:
+    strategy = tf.distribute.get_strategy()
+    is_chief = True
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(640, 8)).astype("float32")
+y = rng.integers(0, 3, size=640).astype("int32")
+options = tf.data.Options()
+options.experimental_distribute.auto_shard_policy = (
+    tf.data.experimental.AutoShardPolicy.DATA
+)
+data = (
+    tf.data.Dataset.from_tensor_slices((x, y))
+    .batch(64)
+    .repeat()
+    .with_options(options)
+)
+
+with strategy.scope():
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
+    outputs = keras.layers.Dense(3, name="logits")(hidden)
+    policy = keras_slim.GradientPolicy(
+        clip_norm=0.5, multipliers={"logits/.*": 2.0}
+    )
+    model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+
+result = {"task": task, "is_chief": is_chief}
+if mode == "fit":
+    history = model.fit(
+        data,
+        epochs=2,
+        steps_per_epoch=10,
+        verbose=0,
+        callbacks=[
+            c
+            for c in [
+                callbacks.Checkpoints(logdir, every_n_steps=5),
+                callbacks.Summaries(logdir, every_n_steps=5),
+                callbacks.LogEveryNSteps(5),
+                callbacks.Trace(logdir, at_steps=[3]),
+            ]
+            if type(c).__name__ in os.environ.get("ONLY", type(c).__name__)
+        ],
+    )
+    result["history"] = history.history
+else:
+    try:
+        if tf_config:  # No error on one process: it would train.
+            keras_slim.train(
+                model,
+                data,
+                logdir=logdir,
+                number_of_steps=20,
+                startup_delay_steps=5,
+            )
+    except ValueError as error:
+        result["startup_delay_error"] = str(error)
+    result["loss"] = keras_slim.train(
+        model,
+        data,
+        logdir=logdir,
+        number_of_steps=20,
+        save_summaries_steps=5,
+        save_interval_steps=5,
+        log_every_n_steps=5,
+    )
+result["weights"] = [w.tolist() for w in model.get_weights()]
+with open(os.path.join(out_dir, f"result-{task}.json"), "w") as f:
+    json.dump(result, f)

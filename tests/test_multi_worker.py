@@ -1,0 +1,110 @@
+"""SlimModel.fit and keras_slim.train under MultiWorkerMirroredStrategy.
+
+Two worker processes on loopback (keras_slim.cluster.LocalCluster), each
+a real gRPC server, against one process on the same global batch: the
+same history and weights. Keras 3.15's own fit fails there (see
+keras_slim/_train_function.py and SlimModel._maybe_symbolic_build).
+"""
+
+import glob
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_slim.cluster import LocalCluster
+
+SCRIPT = str(
+    pathlib.Path(__file__).parent / "scripts" / "multi_worker_train.py"
+)
+
+
+def results(out_dir, tasks):
+    loaded = []
+    for task in range(tasks):
+        with open(os.path.join(out_dir, f"result-{task}.json")) as f:
+            loaded.append(json.load(f))
+    return loaded
+
+
+def run_cluster(tmp_path, mode):
+    out, logdir = tmp_path / "cluster", tmp_path / "cluster_logdir"
+    out.mkdir()
+    with LocalCluster(workers=2) as cluster:
+        runs = cluster.run(
+            [sys.executable, SCRIPT, str(out), str(logdir), mode], timeout=240
+        )
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    return results(out, 2), logdir
+
+
+def run_single(tmp_path, mode):
+    out, logdir = tmp_path / "single", tmp_path / "single_logdir"
+    out.mkdir()
+    run = subprocess.run(
+        [sys.executable, SCRIPT, str(out), str(logdir), mode],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return results(out, 1)[0], logdir
+
+
+def assert_same_weights(a, b):
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(np.array(x), np.array(y), atol=2e-6)
+
+
+@pytest.fixture(scope="module")
+def fit_runs(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("fit")
+    return run_cluster(tmp_path, "fit"), run_single(tmp_path, "fit")
+
+
+def test_two_workers_fit_like_one_process(fit_runs):
+    (workers, _), (single, _) = fit_runs
+    for worker in workers:
+        for name, values in single["history"].items():
+            np.testing.assert_allclose(
+                worker["history"][name], values, rtol=1e-5, err_msg=name
+            )
+        assert_same_weights(worker["weights"], single["weights"])
+    assert [w["is_chief"] for w in workers] == [True, False]
+
+
+def test_only_the_chief_writes(fit_runs):
+    (_, logdir), _ = fit_runs
+    names = sorted(os.listdir(logdir))
+    assert "checkpoint" in names
+    assert "model.ckpt-20.index" in names and "model.ckpt-5.index" in names
+    # One events file (the chief's), one trace; no worker's temporary
+    # directory is left, inside or beside the logdir.
+    assert len(glob.glob(str(logdir / "events.out.tfevents.*"))) == 1
+    assert names.count("tf_trace-3.json") == 1
+    assert not glob.glob(str(logdir) + "*workertemp*")
+    assert not glob.glob(str(logdir / "*workertemp*"))
+
+
+def test_train_under_two_workers(tmp_path):
+    (workers, logdir), (single, _) = (
+        run_cluster(tmp_path, "train"),
+        run_single(tmp_path, "train"),
+    )
+    for worker in workers:
+        assert (
+            "`startup_delay_steps` must be 0" in worker["startup_delay_error"]
+        )
+        assert_same_weights(worker["weights"], single["weights"])
+    # Each worker returns the loss of its half of the global batch (TF-Slim
+    # returned the chief's own): their mean is the global batch's loss.
+    mean = (workers[0]["loss"] + workers[1]["loss"]) / 2
+    assert mean == pytest.approx(single["loss"], rel=1e-5)
+    assert workers[0]["loss"] != pytest.approx(workers[1]["loss"], rel=1e-3)
+    assert "model.ckpt-20.index" in os.listdir(logdir)
