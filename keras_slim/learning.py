@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _validation
+from keras_slim._parameter_server import is_parameter_server
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import LogEveryNSteps
 from keras_slim.callbacks import NanLossGuard
@@ -224,7 +225,10 @@ def train(
         model: A compiled Keras model (a `SlimModel` for gradient policies).
         data: A `tf.data.Dataset` of `(x, y)` batches, or a tuple `(x, y)`
             of arrays together with `batch_size`. Arrays are repeated until
-            `number_of_steps` when it is set, else seen once.
+            `number_of_steps` when it is set, else seen once. Under
+            `ParameterServerStrategy` also a dataset function
+            `input_context -> tf.data.Dataset`, and `number_of_steps` is
+            required.
         logdir: Directory for checkpoints, or `None` to write nothing.
         number_of_steps: Positive integer: the global step to stop at, or
             `None` to train until the data runs out.
@@ -308,7 +312,18 @@ def train(
         )
     if is_chief is None:
         is_chief = bool(strategy.extended.should_checkpoint)
-    dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
+    parameter_server = is_parameter_server(strategy)
+    if parameter_server:
+        # Workers read their own datasets: the step count bounds the run.
+        if number_of_steps is None:
+            raise ValueError(
+                "`number_of_steps` is required under ParameterServerStrategy "
+                "(the end of the workers' data cannot be seen). Received: "
+                "number_of_steps=None"
+            )
+        dataset = data if callable(data) else _dataset(data, batch_size, True)
+    else:
+        dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
 
     services = []
     if logdir is not None:
@@ -339,7 +354,9 @@ def train(
     services.append(NanLossGuard(fail=fail_on_nan_loss))
     if log_every_n_steps is not None:
         services.append(LogEveryNSteps(log_every_n_steps))
-    last_loss = _LastStepLoss(number_of_steps, _known_length(dataset))
+    last_loss = _LastStepLoss(
+        number_of_steps, None if parameter_server else _known_length(dataset)
+    )
     services.append(last_loss)
 
     if not is_chief and startup_delay_steps > 0:
@@ -350,11 +367,16 @@ def train(
         # Running out of finite data is how train() stops (slim's
         # OutOfRangeError), not something to warn about.
         warnings.filterwarnings("ignore", message="Your input ran out of data")
+        fit_args = (
+            {"steps_per_epoch": number_of_steps}
+            if parameter_server
+            else {"shuffle": False}
+        )
         model.fit(
             dataset,
             epochs=1,
             verbose=0,
-            shuffle=False,
             callbacks=services + list(callbacks or []),
+            **fit_args,
         )
     return last_loss.loss

@@ -26,6 +26,7 @@ from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
 
 from keras_slim import _optimizer
+from keras_slim import _parameter_server
 from keras_slim._train_function import is_multi_worker
 from keras_slim._train_function import make_multi_step_function
 from keras_slim.errors import NanLossDuringTrainingError
@@ -186,6 +187,38 @@ class SlimModel(keras.Model):
             self.train_function, self.optimizer
         )
         return self.train_function
+
+    def fit(self, x=None, y=None, **kwargs):
+        """`keras.Model.fit`, also under `ParameterServerStrategy`.
+
+        Under a parameter-server strategy (which Keras 3's `fit` does not
+        support), `x` is a `tf.data.Dataset` or a dataset function
+        `input_context -> tf.data.Dataset`, `steps_per_epoch` is required,
+        steps are scheduled on the workers by a `ClusterCoordinator`, and
+        callbacks run on the coordinator; see docs/design.md. Elsewhere it
+        is Keras's `fit`.
+
+        Args:
+            x: Input data, as for `keras.Model.fit`.
+            y: Targets, as for `keras.Model.fit` (`None` with a dataset).
+            **kwargs: The other arguments of `keras.Model.fit`.
+
+        Returns:
+            A `keras.callbacks.History`.
+        """
+        if not _parameter_server.is_parameter_server(self.distribute_strategy):
+            return super().fit(x, y, **kwargs)
+        if y is not None:
+            raise ValueError(
+                "Under ParameterServerStrategy, pass a tf.data.Dataset of "
+                "(x, y) batches or a dataset function as `x`, and no `y`."
+            )
+        return _parameter_server.fit(
+            self,
+            x,
+            translate_error=lambda f: _translate_nonfinite(f, self.optimizer),
+            **kwargs,
+        )
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         """Builds the model on one replica's batch before the first step.

@@ -158,7 +158,9 @@ def test_internals_used_under_multi_worker_mirrored_strategy():
     """SlimModel's MWMS fixes override `_maybe_symbolic_build` (whose Keras
     version reduces the whole batch) and reduce scalars with axis=None;
     StepLoss reads a metric's backing variable, `Variable._value`."""
-    source = inspect.getsource(tf_trainer.TensorFlowTrainer._maybe_symbolic_build)
+    source = inspect.getsource(
+        tf_trainer.TensorFlowTrainer._maybe_symbolic_build
+    )
     assert "self.distribute_strategy.reduce(" in source
     assert 'strategy.reduce("MEAN", v, axis=0)' in inspect.getsource(
         tf_trainer.reduce_per_replica

@@ -31,8 +31,23 @@ import numpy as np
 from keras_slim._train_function import is_multi_worker
 
 
+def settle(model):
+    """Waits for the model's steps in flight, where steps run asynchronously.
+
+    Under `ParameterServerStrategy` `fit` schedules steps on the workers
+    and goes on; a callback that reads the global step or the loss first
+    waits for the scheduled steps to finish (the coordinator's `join`), so
+    it reads what those steps did. Elsewhere steps are done when a batch
+    ends, and this does nothing.
+    """
+    wait = getattr(model, "_keras_slim_settle", None)
+    if wait is not None:
+        wait()
+
+
 def global_step(model):
     """Returns `model.optimizer.iterations` as a Python int (a host read)."""
+    settle(model)
     return int(model.optimizer.iterations.numpy())
 
 
@@ -146,6 +161,7 @@ class StepLoss:
     """
 
     def __init__(self, model):
+        self._model = model
         self._tracker = _loss_tracker(model)
         self._mark = None
         strategy = model.distribute_strategy
@@ -157,6 +173,7 @@ class StepLoss:
         return self._tracker is not None
 
     def _read(self):
+        settle(self._model)
         return self._value(self._tracker.total), self._value(
             self._tracker.count
         )

@@ -45,9 +45,10 @@ class Summaries(StepCallback):
     do not run twice. Steps that write nothing cost no host sync and no
     extra forward pass; the `tf.cond` itself costs about 13% of a 1 ms
     step (an MLP on 2 CPU cores) and nothing measurable on a 12 ms one
-    (docs/benchmarks.md), so these two are off by default. A variable without a gradient is logged once, not
-    an error. The writer is created on the first write (no empty event
-    files), and only where the strategy writes summaries (the chief). With
+    (docs/benchmarks.md), so these two are off by default. A variable
+    without a gradient is logged once, not an error. The writer is created
+    on the first write (no empty event files), and only where the strategy
+    writes summaries (the chief). With
     `steps_per_execution > 1`, a write happens at the first execution
     boundary at or past its interval, and gradients and activations are
     those of the last step of that execution.

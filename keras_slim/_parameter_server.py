@@ -1,0 +1,277 @@
+"""`SlimModel.fit` under `ParameterServerStrategy`, which Keras 3 lacks.
+
+Keras 3's `fit` cannot run under a `ParameterServerStrategy` (the dataset
+must go through `ClusterCoordinator.create_per_worker_dataset`, and the
+train function cannot be scheduled; keras-team/keras#18624). This module
+is the loop tf_keras had, on a `tf.distribute.coordinator.
+ClusterCoordinator`:
+
+- the model, the optimizer's slots and the metrics are built in the
+  strategy's scope before the first step, so they live on the parameter
+  servers (built while tracing, slots land on the coordinator);
+- each batch schedules one `tf.function` of `steps_per_execution` train
+  steps (the `SlimModel` train step, with its gradient policy) on a free
+  worker; the coordinator reschedules the steps of a worker it loses;
+- `assign_add` is atomic in those steps: Keras 3's `Variable.assign_add`
+  is `assign(self + value)`, which concurrent workers interleave, losing
+  global-step and metric updates (320 scheduled steps counted as 216-224);
+- callbacks run on the coordinator; one that reads the global step or the
+  loss first waits for the steps in flight (`keras_slim.callbacks._steps.
+  settle`); `history` holds the metrics read after each epoch's `join`.
+
+Private Keras internals used here (pinned by `keras==3.15.*`, checked by
+tests/test_keras_internals.py): `Trainer._symbolic_build`,
+`keras.src.backend.tensorflow.core.Variable` and its `_value`,
+`keras.src.backend.common.stateless_scope.in_stateless_scope`.
+"""
+
+import contextlib
+import weakref
+
+import keras
+import tensorflow as tf
+from keras.src.backend.common.stateless_scope import in_stateless_scope
+from keras.src.backend.tensorflow.core import Variable as KerasVariable
+
+from keras_slim import _validation
+
+_COORDINATORS = weakref.WeakKeyDictionary()
+
+
+def is_parameter_server(strategy):
+    return isinstance(
+        strategy,
+        (
+            tf.distribute.ParameterServerStrategy,
+            tf.distribute.experimental.ParameterServerStrategy,
+        ),
+    )
+
+
+def coordinator(strategy):
+    """The strategy's `ClusterCoordinator` (one per strategy)."""
+    if strategy not in _COORDINATORS:
+        _COORDINATORS[strategy] = tf.distribute.coordinator.ClusterCoordinator(
+            strategy
+        )
+    return _COORDINATORS[strategy]
+
+
+def _atomic_assign_add(self, value):
+    if in_stateless_scope():
+        return self.assign(self + value)
+    return self._value.assign_add(tf.cast(value, self._value.dtype))
+
+
+def _atomic_assign_sub(self, value):
+    if in_stateless_scope():
+        return self.assign(self - value)
+    return self._value.assign_sub(tf.cast(value, self._value.dtype))
+
+
+@contextlib.contextmanager
+def atomic_updates():
+    """Keras variables' `assign_add` / `assign_sub` as single TF ops.
+
+    Active while a step is traced, so the traced graph holds
+    `AssignAddVariableOp`s, which the parameter servers apply atomically.
+    """
+    saved = KerasVariable.assign_add, KerasVariable.assign_sub
+    KerasVariable.assign_add = _atomic_assign_add
+    KerasVariable.assign_sub = _atomic_assign_sub
+    try:
+        yield
+    finally:
+        KerasVariable.assign_add, KerasVariable.assign_sub = saved
+
+
+def _per_worker_dataset(x, batch_size, strategy):
+    """What `create_per_worker_dataset` takes, and one batch for building."""
+    if isinstance(x, tf.data.Dataset):
+        if batch_size is not None:
+            raise ValueError(
+                "`batch_size` is only for array data; a tf.data.Dataset is "
+                f"already batched. Received: batch_size={batch_size!r}"
+            )
+        return x, next(iter(x))
+    if callable(x):
+        sample = x(tf.distribute.InputContext())
+        if not isinstance(sample, tf.data.Dataset):
+            raise _validation.invalid(
+                "x", x, "a dataset function returning a tf.data.Dataset"
+            )
+        # TF's pattern: each worker calls the function with its context.
+        return (
+            lambda: strategy.distribute_datasets_from_function(x),
+            next(iter(sample)),
+        )
+    raise _validation.invalid(
+        "x",
+        type(x).__name__,
+        "a tf.data.Dataset or a dataset function (input_context -> "
+        "tf.data.Dataset) under ParameterServerStrategy",
+    )
+
+
+def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
+    if steps_per_epoch is None:
+        raise ValueError(
+            "`steps_per_epoch` is required under ParameterServerStrategy: "
+            "the workers read their own (repeated) datasets, so the end of "
+            "an epoch cannot be seen. Received: steps_per_epoch=None"
+        )
+    _validation.positive_int("steps_per_epoch", steps_per_epoch)
+    _validation.positive_int("epochs", epochs)
+    if validation_data is not None:
+        raise ValueError(
+            "`validation_data` is not supported under "
+            "ParameterServerStrategy; evaluate the model after `fit`."
+        )
+    # `shuffle` means nothing for a dataset (Keras ignores it too).
+    unsupported = {
+        k: v
+        for k, v in kwargs.items()
+        if k != "shuffle" and v is not None and v is not False and v != 0
+    }
+    if unsupported:
+        raise ValueError(
+            "These `fit` arguments are not supported under "
+            f"ParameterServerStrategy: {sorted(unsupported)}."
+        )
+
+
+def _step_function(model, strategy):
+    def train_steps(iterator, steps):
+        with atomic_updates():
+            outputs = strategy.run(model.train_step, args=(next(iterator),))
+            for _ in tf.range(steps - 1):
+                outputs = strategy.run(model.train_step, args=(next(iterator),))
+        return outputs
+
+    return tf.function(train_steps)
+
+
+def fit(
+    model,
+    x,
+    *,
+    batch_size=None,
+    epochs=1,
+    verbose="auto",
+    callbacks=None,
+    validation_data=None,
+    initial_epoch=0,
+    steps_per_epoch=None,
+    translate_error=lambda function: function,
+    **unsupported,
+):
+    """`model.fit` under the model's `ParameterServerStrategy`.
+
+    Args:
+        model: A compiled `SlimModel` made in the strategy's scope.
+        x: A `tf.data.Dataset` of batches (each worker reads all of it),
+            or a dataset function `input_context -> tf.data.Dataset` (each
+            worker calls it, and may shard by `input_context`).
+        batch_size: Must be `None` (the data is batched).
+        epochs: Positive integer.
+        verbose: As Keras's (`"auto"` is 1).
+        callbacks: Keras callbacks, run on the coordinator.
+        validation_data: Must be `None`.
+        initial_epoch: The epoch to start at.
+        steps_per_epoch: Required: batches (of `steps_per_execution` steps
+            each, the last may be shorter) per epoch.
+        translate_error: Wraps the coordinator's waits, so that a step's
+            errors read as they do in Keras's `fit`.
+        **unsupported: Other `fit` arguments; any that is set is an error.
+
+    Returns:
+        The `History`.
+
+    Raises:
+        ValueError: before any step, for missing or unsupported arguments.
+        RuntimeError: when a parameter server is lost (training cannot go
+            on; a rerun resumes from the last checkpoint).
+    """
+    _check_arguments(steps_per_epoch, validation_data, epochs, unsupported)
+    strategy = model.distribute_strategy
+    dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
+    with strategy.scope():
+        model._symbolic_build(data_batch=sample)
+    model.make_train_function()  # resolves the policy, installs the mixin
+    coord = coordinator(strategy)
+    iterator = iter(coord.create_per_worker_dataset(dataset_fn))
+    step_function = _step_function(model, strategy)
+    join = translate_error(coord.join)
+    schedule = translate_error(coord.schedule)
+
+    callback_list = keras.callbacks.CallbackList(
+        callbacks,
+        add_history=True,
+        add_progbar=verbose != 0,
+        verbose=1 if verbose == "auto" else verbose,
+        epochs=epochs,
+        steps=steps_per_epoch,
+        model=model,
+    )
+    model.stop_training = False
+    model._keras_slim_settle = join
+    try:
+        with _lost_ps():
+            callback_list.on_train_begin()
+            logs = {}
+            for epoch in range(initial_epoch, epochs):
+                model.reset_metrics()
+                callback_list.on_epoch_begin(epoch)
+                _run_epoch(
+                    model,
+                    callback_list,
+                    schedule,
+                    step_function,
+                    iterator,
+                    steps_per_epoch,
+                )
+                join()
+                logs = _epoch_logs(model)
+                callback_list.on_epoch_end(epoch, logs)
+                if model.stop_training:
+                    break
+            callback_list.on_train_end(logs)
+    finally:
+        model._keras_slim_settle = None
+    return model.history
+
+
+def _epoch_logs(model):
+    return {
+        name: float(value) for name, value in model.get_metrics_result().items()
+    }
+
+
+def _run_epoch(model, callback_list, schedule, step_function, iterator, steps):
+    per_call = model.steps_per_execution
+    for begin in range(0, steps, per_call):
+        end = min(begin + per_call, steps) - 1
+        callback_list.on_train_batch_begin(begin)
+        if model.stop_training:
+            break
+        count = tf.constant(end - begin + 1)
+        schedule(step_function, args=(iterator, count))
+        callback_list.on_train_batch_end(end, {})
+        if model.stop_training:
+            break
+
+
+@contextlib.contextmanager
+def _lost_ps():
+    """A lost parameter server (the coordinator's waits and schedules fail
+    with `UnavailableError`) is a clear error; a lost worker is not seen
+    here, the coordinator reschedules its steps."""
+    try:
+        yield
+    except (tf.errors.UnavailableError, tf.errors.AbortedError) as error:
+        raise RuntimeError(
+            "A parameter server was lost, so training cannot go on (its "
+            "variables are gone). Restart the cluster and rerun: a run "
+            "with keras_slim.callbacks.Checkpoints resumes from the latest "
+            f"checkpoint. The error: {type(error).__name__}: {error}"
+        ) from error

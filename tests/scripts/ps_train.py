@@ -1,0 +1,136 @@
+"""SlimModel.fit as the coordinator of a local parameter-server cluster.
+
+Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
+       [--kill-worker-at N] [--kill-ps-at N] [--steps-per-execution N]
+
+Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
+in their own processes), trains a SlimModel with a gradient policy, and
+writes what the tests check to OUT_JSON.
+"""
+
+import argparse
+import json
+import os
+
+os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import keras_slim  # noqa: E402
+from keras_slim import callbacks  # noqa: E402
+from keras_slim.cluster import LocalCluster  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("out")
+parser.add_argument("logdir")
+parser.add_argument("--steps", type=int, default=160)
+parser.add_argument("--epochs", type=int, default=2)
+parser.add_argument("--kill-worker-at", type=int)
+parser.add_argument("--kill-ps-at", type=int)
+parser.add_argument("--steps-per-execution", type=int, default=1)
+parser.add_argument("--train", action="store_true", help="keras_slim.train")
+args = parser.parse_args()
+
+
+def dataset_fn(input_context):
+    rng = np.random.default_rng(input_context.input_pipeline_id)
+    x = rng.normal(size=(640, 8)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32") + (x[:, 1] > 0).astype("int32")
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat()
+
+
+class Kill(keras.callbacks.Callback):
+    """Kills a worker or a parameter server after some batches."""
+
+    def __init__(self, cluster):
+        super().__init__()
+        self.cluster = cluster
+        self.batches = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches += 1
+        if self.batches == args.kill_worker_at:
+            self.cluster.kill("worker", 1)
+        if self.batches == args.kill_ps_at:
+            self.cluster.kill("ps", 1)
+
+
+result = {}
+with LocalCluster(workers=2, ps=2) as cluster:
+    config = keras_slim.DeploymentConfig(
+        num_ps_tasks=2, cluster_resolver=cluster.resolver()
+    )
+    with config.strategy().scope():
+        keras.utils.set_random_seed(1)
+        inputs = keras.Input((8,))
+        hidden = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
+        outputs = keras.layers.Dense(3, name="logits")(hidden)
+        model = keras_slim.SlimModel(
+            inputs,
+            outputs,
+            gradient_policy=keras_slim.GradientPolicy(
+                clip_norm=1.0, multipliers={"logits/.*": 2.0}
+            ),
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(0.01),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+            steps_per_execution=args.steps_per_execution,
+        )
+    # Bad calls fail before any step.
+    for name, kwargs in {
+        "no_steps": {},
+        "validation": {"steps_per_epoch": 5, "validation_data": dataset_fn},
+        "y": {"steps_per_epoch": 5, "y": np.zeros(3)},
+    }.items():
+        try:
+            model.fit(dataset_fn, verbose=0, **kwargs)
+        except ValueError as error:
+            result[f"error_{name}"] = str(error)
+    result["iterations_after_errors"] = int(model.optimizer.iterations.numpy())
+    if args.train:
+        result["loss"] = keras_slim.train(
+            model,
+            dataset_fn,
+            logdir=args.logdir,
+            number_of_steps=args.steps,
+            save_interval_steps=50,
+            log_every_n_steps=25,
+        )
+    else:
+        saver = callbacks.Checkpoints(args.logdir, every_n_steps=50)
+        try:
+            history = model.fit(
+                dataset_fn,
+                epochs=args.epochs,
+                steps_per_epoch=args.steps,
+                verbose=0,
+                callbacks=[
+                    saver,
+                    callbacks.LogEveryNSteps(50),
+                    callbacks.Summaries(args.logdir, every_n_steps=50),
+                    keras.callbacks.CSVLogger(
+                        os.path.join(args.logdir, "log.csv")
+                    ),
+                    Kill(cluster),
+                ],
+            )
+            result["history"] = history.history
+            result["restored"] = saver.restored_path
+        except RuntimeError as error:
+            result["error"] = str(error)
+    if "error" not in result:
+        result["iterations"] = int(model.optimizer.iterations.numpy())
+        result["loss_count"] = float(model._loss_tracker.count.numpy())
+        result["devices"] = {v.path: v.value.device for v in model.variables}
+        result["slot_devices"] = [
+            v.value.device for v in model.optimizer.variables
+        ]
+        result["metric_devices"] = [
+            v.value.device for m in model.metrics for v in m.variables
+        ]
+with open(args.out, "w") as f:
+    json.dump(result, f)

@@ -1,0 +1,147 @@
+"""SlimModel.fit and keras_slim.train under ParameterServerStrategy.
+
+Each test runs tests/scripts/ps_train.py, the coordinator of a local
+cluster of 2 workers and 2 parameter servers, every task a real gRPC
+server in its own process (keras_slim.cluster.LocalCluster).
+"""
+
+import csv
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import pytest
+import tensorflow as tf
+
+from keras_slim import _parameter_server
+
+SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
+
+
+def run(tmp_path, name, *flags, logdir=None):
+    out = tmp_path / f"{name}.json"
+    logdir = logdir or tmp_path / f"{name}_logdir"
+    process = subprocess.run(
+        [sys.executable, SCRIPT, str(out), str(logdir), *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    with open(out) as f:
+        return json.load(f), logdir
+
+
+def job_task(device):
+    spec = tf.DeviceSpec.from_string(device)
+    return spec.job, spec.task
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    return run(tmp_path_factory.mktemp("ps"), "fit")
+
+
+def test_every_scheduled_step_counts(fitted):
+    result, _ = fitted
+    # 2 epochs x 160 steps on 2 asynchronous workers: Keras 3's
+    # read-modify-write assign_add would lose some of them.
+    assert result["iterations"] == 320
+    # The loss tracker counted every example of the last epoch (batch 32).
+    assert result["loss_count"] == 160 * 32
+
+
+def test_history_and_training(fitted):
+    result, logdir = fitted
+    history = result["history"]
+    assert set(history) == {"loss", "accuracy"}
+    assert history["loss"][1] < history["loss"][0] < 1.1
+    assert history["accuracy"][1] > 0.8
+    # Keras's own callbacks run on the coordinator too.
+    with open(logdir / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["loss"]) for r in rows] == pytest.approx(history["loss"])
+
+
+def test_state_lives_on_the_parameter_servers(fitted):
+    result, _ = fitted
+    placed = [job_task(d) for d in result["devices"].values()]
+    assert placed == [("ps", 0), ("ps", 1), ("ps", 0), ("ps", 1)]
+    for device in result["slot_devices"] + result["metric_devices"]:
+        assert job_task(device)[0] == "ps", device
+
+
+def test_the_coordinator_writes_checkpoints_and_summaries(fitted):
+    _, logdir = fitted
+    assert tf.train.latest_checkpoint(str(logdir)).endswith("model.ckpt-320")
+    assert any(name.startswith("events.out") for name in os.listdir(logdir))
+
+
+def test_bad_arguments_fail_before_any_step(fitted):
+    result, _ = fitted
+    assert "`steps_per_epoch` is required" in result["error_no_steps"]
+    assert "`validation_data` is not supported" in result["error_validation"]
+    assert "no `y`" in result["error_y"]
+    assert result["iterations_after_errors"] == 0
+
+
+def test_a_lost_worker_does_not_stop_training(tmp_path):
+    result, _ = run(
+        tmp_path,
+        "kill_worker",
+        "--kill-worker-at",
+        "30",
+        "--steps-per-execution",
+        "4",
+    )
+    assert "error" not in result
+    assert result["iterations"] == 320
+    assert result["history"]["loss"][1] < result["history"]["loss"][0]
+
+
+def test_a_lost_ps_is_an_error_and_a_rerun_resumes(tmp_path):
+    logdir = tmp_path / "logdir"
+    first, _ = run(tmp_path, "first", "--kill-ps-at", "120", logdir=logdir)
+    assert "A parameter server was lost" in first["error"]
+    assert "resumes from the latest checkpoint" in first["error"]
+    latest = tf.train.latest_checkpoint(str(logdir))
+    saved = int(latest.rsplit("-", 1)[1])
+    assert 0 < saved <= 120
+    second, _ = run(tmp_path, "second", logdir=logdir)
+    assert second["restored"] == latest
+    assert second["iterations"] == saved + 320
+
+
+def test_keras_slim_train(tmp_path):
+    result, logdir = run(tmp_path, "train", "--train", "--steps", "100")
+    assert result["iterations"] == 100
+    assert 0 < result["loss"] < 1.1
+    assert tf.train.latest_checkpoint(str(logdir)).endswith("model.ckpt-100")
+
+
+def test_atomic_updates_trace_single_ops():
+    """The mechanism: inside `atomic_updates`, a traced `assign_add` is one
+    AssignAddVariableOp, not a read, an add and an assign."""
+    variable = keras.Variable(0.0)
+
+    def ops(function):
+        graph = tf.function(function).get_concrete_function().graph
+        return {op.type for op in graph.get_operations()}
+
+    plain = ops(lambda: variable.assign_add(1.0))
+    assert "AssignVariableOp" in plain and "AssignAddVariableOp" not in plain
+
+    def atomic():
+        with _parameter_server.atomic_updates():
+            variable.assign_add(1.0)
+            variable.assign_sub(2.0)
+
+    traced = ops(atomic)
+    assert {"AssignAddVariableOp", "AssignSubVariableOp"} <= traced
+    assert "AssignVariableOp" not in traced
+    # Outside the context, Keras's own method is back.
+    assert "AssignAddVariableOp" not in ops(lambda: variable.assign_add(1.0))
