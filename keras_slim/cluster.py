@@ -202,7 +202,8 @@ class LocalCluster:
         Args:
             command: The argv list.
             timeout: Seconds before every task is killed (`None`: no limit).
-            capture: Capture output (returned), else inherit it.
+            capture: Capture output (returned), else print it as it comes,
+                each line of a worker prefixed by `[worker i]`.
 
         Returns:
             A list of `subprocess.CompletedProcess`, one per process run.
@@ -219,16 +220,23 @@ class LocalCluster:
             env = self._environment({"TF_CONFIG": self.tf_config(job, index)})
             if self.ps:
                 env.setdefault("GRPC_FAIL_FAST", "use_caller")
-            output = subprocess.PIPE if capture else None
+            prefixed = not capture and len(tasks) > 1
             process = subprocess.Popen(
                 command,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
+                stdout=subprocess.PIPE if capture or prefixed else None,
+                stderr=(
+                    subprocess.PIPE
+                    if capture
+                    else subprocess.STDOUT
+                    if prefixed
+                    else None
+                ),
                 text=True,
                 start_new_session=True,
             )
+            process.prefix = f"[{job} {index}] " if prefixed else None
             processes.append(process)
             self._processes.append(process)
         return _wait_all(command, processes, timeout)
@@ -250,7 +258,13 @@ def _wait_all(command, processes, timeout):
     outputs = [None] * len(processes)
 
     def collect(i, process):
-        outputs[i] = process.communicate()
+        if process.prefix is None:
+            outputs[i] = process.communicate()
+            return
+        for line in process.stdout:
+            sys.stdout.write(process.prefix + line)
+            sys.stdout.flush()
+        process.wait()
 
     threads = [
         threading.Thread(target=collect, args=(i, p), daemon=True)
@@ -327,8 +341,10 @@ def main(argv=None):
         parser.error(str(error))
     with cluster:
         results = cluster.run(command, capture=False)
+    # A task that failed by itself, before the ones stopped because of it.
     codes = [r.returncode for r in results]
-    return next((c for c in codes if c != 0), 0)
+    failed = [c for c in codes if c > 0] or [128 - c for c in codes if c < 0]
+    return failed[0] if failed else 0
 
 
 if __name__ == "__main__":

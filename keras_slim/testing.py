@@ -1,0 +1,43 @@
+"""Helpers for testing training code on real local clusters."""
+
+import contextlib
+
+from keras_slim.cluster import LocalCluster
+
+__all__ = ["local_cluster"]
+
+
+@contextlib.contextmanager
+def local_cluster(workers=2, ps=0, env=None):
+    """A `keras_slim.cluster.LocalCluster`, started, and always cleaned up.
+
+    Every task is a real gRPC server on 127.0.0.1 in its own process. With
+    `ps > 0` the worker and ps servers run while the block runs, and the
+    calling process is the coordinator (`cluster.resolver()`); with
+    `ps == 0`, `cluster.run(command)` runs a program once per worker under
+    `MultiWorkerMirroredStrategy` (`TF_CONFIG` set for each).
+
+    Args:
+        workers: Positive integer: worker tasks.
+        ps: Non-negative integer: parameter-server tasks.
+        env: Extra environment variables for the processes started.
+
+    Yields:
+        The `LocalCluster`.
+
+    Raises:
+        ValueError: for a bad `workers` or `ps`.
+
+    Example:
+    ```python
+    with keras_slim.testing.local_cluster(workers=2, ps=1) as cluster:
+        config = keras_slim.DeploymentConfig(
+            num_ps_tasks=1, cluster_resolver=cluster.resolver()
+        )
+        with config.strategy().scope():
+            model = build_and_compile()
+        model.fit(dataset_fn, epochs=1, steps_per_epoch=100)
+    ```
+    """
+    with LocalCluster(workers, ps, env) as cluster:
+        yield cluster

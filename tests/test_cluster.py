@@ -1,0 +1,152 @@
+"""keras_slim.cluster: local clusters of real processes, always cleaned up."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from keras_slim import testing
+from keras_slim.cluster import LocalCluster
+
+PRINT_TASK = (
+    "import json, os; t = json.loads(os.environ['TF_CONFIG']); "
+    "print('task', t['task']['type'], t['task']['index'], "
+    "len(t['cluster']['worker']))"
+)
+
+
+def launch(*args, timeout=120):
+    return subprocess.run(
+        [sys.executable, "-m", "keras_slim.cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split()[2] != "Z"
+
+
+def wait_dead(pids, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def test_launcher_runs_the_command_once_per_worker():
+    result = launch("--workers", "2", "--", sys.executable, "-c", PRINT_TASK)
+    assert result.returncode == 0, result.stderr
+    # Each worker's lines, prefixed, whole.
+    assert sorted(result.stdout.splitlines()) == [
+        "[worker 0] task worker 0 2",
+        "[worker 1] task worker 1 2",
+    ]
+
+
+def test_launcher_with_ps_runs_the_coordinator_once():
+    code = (
+        "import json, os; t = json.loads(os.environ['TF_CONFIG']); "
+        "print(t['task'], sorted(t['cluster']), len(t['cluster']['ps']))"
+    )
+    result = launch(
+        "--workers", "2", "--ps", "2", "--", sys.executable, "-c", code
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "{'type': 'chief', 'index': 0} ['chief', 'ps', 'worker'] 2"
+    )
+
+
+def test_launcher_returns_a_failing_worker_code_and_stops_the_others():
+    code = (
+        "import json, os, time; t = json.loads(os.environ['TF_CONFIG']); "
+        "i = t['task']['index']; time.sleep(0 if i else 60); "
+        "raise SystemExit(3)"
+    )
+    start = time.monotonic()
+    result = launch("--workers", "2", "--", sys.executable, "-c", code)
+    assert result.returncode == 3
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--workers", "0", "--", "true"], "Received: workers=0"),
+        (["--ps", "-1", "--", "true"], "Received: ps=-1"),
+        (["--workers", "2"], "no command given"),
+    ],
+)
+def test_launcher_bad_flags(args, message):
+    result = launch(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+CALLER = textwrap.dedent(
+    """
+    import json, sys, time
+    from keras_slim import testing
+    with testing.local_cluster(workers=1, ps=1) as cluster:
+        pids = [p.pid for p in cluster._processes]
+        print(json.dumps(pids), flush=True)
+        if sys.argv[1] == "raise":
+            raise RuntimeError("the caller fails")
+        time.sleep(120)
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["raise", "kill -9"])
+def test_servers_are_cleaned_up_when_the_caller_fails(how):
+    caller = subprocess.Popen(
+        [sys.executable, "-c", CALLER, how],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids = json.loads(caller.stdout.readline())
+    assert len(pids) == 2
+    assert all(alive(p) for p in pids)
+    if how == "kill -9":
+        caller.send_signal(signal.SIGKILL)
+    caller.wait(timeout=60)
+    assert caller.returncode != 0
+    # On kill -9 nobody can clean up: each server watches its parent.
+    assert wait_dead(pids) == []
+
+
+def test_local_cluster_spec_and_resolver():
+    with testing.local_cluster(workers=2, ps=1) as cluster:
+        assert sorted(cluster.spec) == ["chief", "ps", "worker"]
+        addresses = [a for job in cluster.spec.values() for a in job]
+        assert len(set(addresses)) == 4
+        assert all(a.startswith("127.0.0.1:") for a in addresses)
+        resolver = cluster.resolver()
+        assert resolver.task_type == "chief"
+        assert resolver.cluster_spec().as_dict() == cluster.spec
+        config = json.loads(cluster.tf_config("worker", 1))
+        assert config["task"] == {"type": "worker", "index": 1}
+        pids = [p.pid for p in cluster._processes]
+        assert all(alive(p) for p in pids)
+    assert wait_dead(pids, timeout=1) == []
+
+
+def test_bad_sizes():
+    with pytest.raises(ValueError, match="Received: workers=0"):
+        LocalCluster(workers=0)
+    with pytest.raises(ValueError, match="Received: ps=True"):
+        LocalCluster(ps=True)
