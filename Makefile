@@ -31,9 +31,14 @@ docs: $(STAMP)
 test: lint docs
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
+# tf_keras (Keras 2) is the peer of bench/ps_throughput.py. Without
+# --no-deps it would pull in the full `tensorflow` wheel over
+# tensorflow-cpu, which already provides the module.
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps 'tf_keras>=2.21,<2.22'
 	$(BIN)/python bench/policy_overhead.py
 	$(BIN)/python bench/callbacks_overhead.py
+	$(BIN)/python bench/ps_throughput.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info

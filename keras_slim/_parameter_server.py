@@ -142,10 +142,15 @@ def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
 
 def _step_function(model, strategy):
     def train_steps(iterator, steps):
+        # `steps` is a Python int: one trace per value (steps_per_execution
+        # and a shorter last batch), and no loop for one step.
         with atomic_updates():
             outputs = strategy.run(model.train_step, args=(next(iterator),))
-            for _ in tf.range(steps - 1):
-                outputs = strategy.run(model.train_step, args=(next(iterator),))
+            if steps > 1:
+                for _ in tf.range(steps - 1):
+                    outputs = strategy.run(
+                        model.train_step, args=(next(iterator),)
+                    )
         return outputs
 
     return tf.function(train_steps)
@@ -254,8 +259,7 @@ def _run_epoch(model, callback_list, schedule, step_function, iterator, steps):
         callback_list.on_train_batch_begin(begin)
         if model.stop_training:
             break
-        count = tf.constant(end - begin + 1)
-        schedule(step_function, args=(iterator, count))
+        schedule(step_function, args=(iterator, end - begin + 1))
         callback_list.on_train_batch_end(end, {})
         if model.stop_training:
             break
