@@ -9,8 +9,9 @@ LocalCluster), the coordinator in a fresh process per run. Each run warms
 up for 20 steps, then times 300: from the end of the first epoch of 20
 steps to the end of training (each after the coordinator's `join`), by
 the same timing callback in both (tf_keras allows no batch-level
-callback under parameter servers). Runs alternate between the two; the table gives medians
-and the median of the per-pair ratios. Target: ratio >= 1.0.
+callback under parameter servers). Runs alternate between the two; the
+table gives medians and the median of the per-pair ratios. Target: ratio
+>= 1.0.
 
 Run: `python bench/ps_throughput.py [--runs 5]` (about 20 s per run).
 """

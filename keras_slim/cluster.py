@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-__all__ = ["LocalCluster", "main"]
+__all__ = ["LocalCluster"]
 
 
 def free_ports(count):

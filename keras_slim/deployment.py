@@ -61,17 +61,22 @@ def mirrored_strategy(devices):
 
 
 def _cpu_devices(count):
-    """`count` logical CPU devices, made now if TensorFlow allows it."""
+    """`count` logical CPU devices, made now if TensorFlow allows it.
+
+    Listing logical devices initialises them, after which no more can be
+    made: the configuration is read, and set, before anything lists them.
+    """
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    configured = tf.config.get_logical_device_configuration(cpu) or []
+    if len(configured) < count:
+        try:
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * count
+            )
+        except RuntimeError:
+            pass  # Already initialised: what exists is checked below.
     logical = tf.config.list_logical_devices("CPU")
-    if len(logical) >= count:
-        return [d.name for d in logical[:count]]
-    physical = tf.config.list_physical_devices("CPU")
-    try:
-        tf.config.set_logical_device_configuration(
-            physical[0],
-            [tf.config.LogicalDeviceConfiguration() for _ in range(count)],
-        )
-    except RuntimeError:
+    if len(logical) < count:
         raise ValueError(
             f"num_clones={count} with clone_on_cpu needs {count} CPU "
             f"devices; this process has {len(logical)} and TensorFlow is "
@@ -79,8 +84,8 @@ def _cpu_devices(count):
             "DeploymentConfig(...).strategy() before anything else uses "
             "TensorFlow, or configure logical CPU devices with "
             "tf.config.set_logical_device_configuration first."
-        ) from None
-    return [d.name for d in tf.config.list_logical_devices("CPU")[:count]]
+        )
+    return [f"/cpu:{i}" for i in range(count)]
 
 
 class DeploymentConfig:

@@ -5,7 +5,9 @@ import pathlib
 import keras_slim
 from keras_slim import callbacks
 from keras_slim import checkpoints
+from keras_slim import cluster
 from keras_slim import gradients
+from keras_slim import testing
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "api"
 
@@ -51,7 +53,25 @@ def test_every_checkpoints_name_is_in_the_api_docs():
     assert not missing, f"not in docs/api/checkpoints.md: {missing}"
 
 
+def test_cluster_and_testing_are_in_the_api_docs():
+    names = documented()
+    for module in (cluster, testing):
+        missing = [
+            name
+            for name in module.__all__
+            if f"{module.__name__}.{name}" not in names
+        ]
+        assert not missing, f"not in docs/api/cluster.md: {missing}"
+
+
 def test_all_names_exist():
-    for module in (keras_slim, callbacks, checkpoints, gradients):
+    for module in (
+        keras_slim,
+        callbacks,
+        checkpoints,
+        cluster,
+        gradients,
+        testing,
+    ):
         for name in module.__all__:
             assert hasattr(module, name), name
