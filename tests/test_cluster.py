@@ -103,6 +103,7 @@ CALLER = textwrap.dedent(
     with testing.local_cluster(workers=1, ps=1) as cluster:
         pids = [p.pid for p in cluster._processes]
         print(json.dumps(pids), flush=True)
+        sys.stdin.readline()  # the test has seen them alive
         if sys.argv[1] == "raise":
             raise RuntimeError("the caller fails")
         time.sleep(120)
@@ -114,6 +115,7 @@ CALLER = textwrap.dedent(
 def test_servers_are_cleaned_up_when_the_caller_fails(how):
     caller = subprocess.Popen(
         [sys.executable, "-c", CALLER, how],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -123,6 +125,9 @@ def test_servers_are_cleaned_up_when_the_caller_fails(how):
     assert all(alive(p) for p in pids)
     if how == "kill -9":
         caller.send_signal(signal.SIGKILL)
+    else:
+        caller.stdin.write("go\n")
+        caller.stdin.flush()
     caller.wait(timeout=60)
     assert caller.returncode != 0
     # On kill -9 nobody can clean up: each server watches its parent.
