@@ -18,8 +18,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# The main job: train_image_classifier on the digits, 2 clones on CPU
+# devices, into ./train_digits. A second `make demo` resumes from there.
+DEMO_FLAGS := --train_dir train_digits --num_clones 2 --clone_on_cpu \
+	--max_number_of_steps 600 --optimizer adam --learning_rate 0.005 \
+	--opt_epsilon 1e-7 --log_every_n_steps 100 --save_summaries_secs 30 \
+	--trace_every_n_steps 600
+
 demo: $(STAMP)
-	$(BIN)/python examples/policy_demo.py
+	$(BIN)/keras-slim-train $(DEMO_FLAGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check keras_slim tests bench examples
@@ -41,4 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/ps_throughput.py
 
 clean:
-	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info
+	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits

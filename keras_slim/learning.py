@@ -325,7 +325,11 @@ def train(
     else:
         dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
 
+    # StopAtStep first: a run already at `number_of_steps` is stopped
+    # before the other services act on its (empty) first batch.
     services = []
+    if number_of_steps is not None:
+        services.append(StopAtStep(last_step=number_of_steps))
     if logdir is not None:
         saver = Checkpoints(
             logdir,
@@ -349,8 +353,6 @@ def train(
             )
         if trace_every_n_steps is not None:
             services.append(Trace(logdir, every_n_steps=trace_every_n_steps))
-    if number_of_steps is not None:
-        services.append(StopAtStep(last_step=number_of_steps))
     services.append(NanLossGuard(fail=fail_on_nan_loss))
     if log_every_n_steps is not None:
         services.append(LogEveryNSteps(log_every_n_steps))

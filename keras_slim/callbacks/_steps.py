@@ -110,6 +110,7 @@ class StepCallback(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.counter = StepCounter(self.model)
+        self.runs_no_step = False
 
     def on_first_batch(self, step):
         """Called when the first batch of a `fit` call begins."""
@@ -118,9 +119,13 @@ class StepCallback(keras.callbacks.Callback):
         if self.counter.step is None:
             self.on_first_batch(self.counter.sync())
         self._batch_begin = batch
+        # `StopAtStep`, listed earlier, stops a run already at its target
+        # before its first batch: that batch runs no step.
+        self.runs_no_step = bool(getattr(self.model, "stop_training", False))
 
     def on_train_batch_end(self, batch, logs=None):
-        self.counter.advance(self._batch_begin, batch)
+        if not self.runs_no_step:
+            self.counter.advance(self._batch_begin, batch)
 
     def on_epoch_end(self, epoch, logs=None):
         if self.counter.step is not None:

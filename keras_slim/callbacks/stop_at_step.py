@@ -26,7 +26,9 @@ class StopAtStep(StepCallback):
     when the count reaches the target. With `steps_per_execution > 1`,
     training stops at the first execution boundary at or past the target.
     When the target is already reached, the `fit` call runs no step and
-    its epoch logs are empty.
+    its epoch logs are empty; list `StopAtStep` before `Summaries` and
+    `Trace` (as `keras_slim.train` does) so that they see that its one
+    batch runs no step, and write nothing for it.
 
     Args:
         num_steps: Positive integer: steps to run in this call.

@@ -57,7 +57,8 @@ class Summaries(StepCallback):
         logdir: Directory of the event files.
         every_n_steps: Positive integer or `None`: write at global steps that
             are multiples of it.
-        every_n_secs: Positive number or `None`: write when this many seconds
+        every_n_secs: Positive number or `None`: write at the first step
+            (as TF-Slim's summary thread), then when this many seconds
             passed since the last write.
         histograms: Whether to write a histogram of every model variable.
         gradients: Whether to write each gradient's histogram and norm
@@ -147,11 +148,16 @@ class Summaries(StepCallback):
     def on_first_batch(self, step):
         self._trigger.reset(step)
         self._last = (step, self._clock())
+        # As TF-Slim's summary thread, a time trigger also writes the
+        # first step, so that a short run leaves summaries.
+        self._first = self._trigger.every_n_secs is not None
 
     def on_train_batch_begin(self, batch, logs=None):
         super().on_train_batch_begin(batch, logs)
+        if self.runs_no_step:
+            return
         next_step = self.next_step
-        if self._chief and self._trigger.would_fire(next_step):
+        if self._chief and (self._first or self._trigger.would_fire(next_step)):
             self._loss.mark()
             if self._in_step is not None:
                 self._in_step.record_step.assign(next_step)
@@ -159,7 +165,14 @@ class Summaries(StepCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
+        if self.runs_no_step:
+            return
         fired = self._trigger(self.counter.step)
+        if self._first:
+            self._first = False
+            if not fired:
+                fired = True
+                self._trigger.reset(self.counter.step)
         if self._armed:
             self._in_step.record_step.assign(-1)
             self._armed = False

@@ -184,6 +184,30 @@ def test_steps_that_write_nothing_run_no_extra_forward_pass(tmp_path):
     assert float(model.get_layer("count").calls.numpy()) == 12.0
 
 
+class TickingClock:
+    """A clock that advances `tick` seconds at each read."""
+
+    def __init__(self, tick):
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self):
+        self.now += self.tick
+        return self.now
+
+
+def test_time_trigger_writes_the_first_step_then_each_interval(tmp_path):
+    # About 1 s per step: an interval of 4.5 s fires every few steps, and
+    # the first step writes too, as TF-Slim's summary thread did.
+    _, _, data = common.full_batch()
+    summaries = Summaries(tmp_path, every_n_secs=4.5, clock=TickingClock(0.5))
+    common.fit(common.model(), data, 12, [summaries])
+    steps = sorted(read_events(tmp_path)["loss"])
+    assert steps[0] == 1
+    assert 3 <= len(steps) < 12
+    gaps = np.diff(steps)
+    assert np.all(gaps > 1), steps
+
+
 def test_no_event_file_when_nothing_is_written(tmp_path):
     _, _, data = common.full_batch()
     logdir = tmp_path / "run"

@@ -1,0 +1,377 @@
+"""`keras-slim-train`: TF-Slim's train_image_classifier.py on keras_slim.
+
+The same flags, names and defaults as TF-Slim's script (plus
+`--gradient_multipliers`, `--freeze` and `--clip_gradient_norm` for the
+gradient policy, and `--labels` to train on some digits). The dataset is
+scikit-learn's 8x8 digits, shipped with the package; the network a small
+CNN with batch norm (`conv1`, `conv2`, `logits`). It trains with
+`keras_slim.train` under the strategy of a `keras_slim.DeploymentConfig`,
+then prints the held-out accuracy and how to open TensorBoard.
+
+    keras-slim-train --train_dir /tmp/digits --num_clones 2 --clone_on_cpu \\
+        --max_number_of_steps 600 --optimizer adam --learning_rate 0.005
+
+Exit codes: 0 on success, 1 when the loss is not finite (as
+tf.contrib.learn's NanLossDuringTrainingError), 2 for a bad flag (the
+message names it).
+
+Rerunning with the same `--train_dir` resumes from its latest checkpoint.
+"""
+
+import argparse
+import logging
+import os
+import re
+import sys
+
+_LOG = logging.getLogger("keras_slim")
+
+
+def _positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
+    return value
+
+
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
+    return value
+
+
+def _positive_float(text):
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
+    return value
+
+
+def _fraction(text):
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1): {text}")
+    return value
+
+
+def _non_negative_float(text):
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
+    return value
+
+
+def _scopes(text):
+    """`a,b/c` -> ['a', 'b/c'] (slim's comma-separated scopes)."""
+    scopes = [s.strip() for s in text.split(",") if s.strip()]
+    for scope in scopes:
+        try:
+            re.compile(scope)
+        except re.error as error:
+            raise argparse.ArgumentTypeError(
+                f"invalid pattern {scope!r}: {error}"
+            ) from None
+    return scopes
+
+
+def _multipliers(text):
+    """`pattern=value,...` -> {pattern: value}."""
+    multipliers = {}
+    for item in _scopes(text):
+        pattern, sep, value = item.rpartition("=")
+        try:
+            multipliers[pattern] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not pattern:
+            raise argparse.ArgumentTypeError(
+                f"expected pattern=value, got {item!r}"
+            )
+    return multipliers
+
+
+def _labels(text):
+    """`0-4` or `5,6,7` -> a list of digits."""
+    labels = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        try:
+            labels += list(range(int(first), int(last or first) + 1))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected digits like 0-4 or 5,7: {text!r}"
+            ) from None
+    if not labels or any(not 0 <= d <= 9 for d in labels):
+        raise argparse.ArgumentTypeError(f"digits must be 0-9: {text!r}")
+    if len(set(labels)) != len(labels) or len(labels) < 2:
+        raise argparse.ArgumentTypeError(
+            f"need at least 2 distinct digits: {text!r}"
+        )
+    return labels
+
+
+def parser():
+    """The argument parser, with TF-Slim's flag names and defaults."""
+    from keras_slim import _configure
+
+    p = argparse.ArgumentParser(
+        prog="keras-slim-train",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = p.add_argument
+    add("--train_dir", default="/tmp/tfmodel/", help="checkpoints, logs")
+    # Deployment (model_deploy).
+    add("--num_clones", type=_positive_int, default=1)
+    add("--clone_on_cpu", action="store_true")
+    add("--worker_replicas", type=_positive_int, default=1)
+    add("--num_ps_tasks", type=_non_negative_int, default=0)
+    add("--task", type=_non_negative_int, default=0, help="replica id")
+    # Training services (slim.learning.train).
+    add("--max_number_of_steps", type=_positive_int, default=None)
+    add("--batch_size", type=_positive_int, default=32, help="per clone")
+    add("--log_every_n_steps", type=_positive_int, default=10)
+    add("--save_summaries_secs", type=_positive_float, default=600)
+    add("--save_interval_secs", type=_positive_float, default=600)
+    add("--trace_every_n_steps", type=_positive_int, default=None)
+    # Optimization.
+    add("--optimizer", choices=_configure.OPTIMIZERS, default="rmsprop")
+    add("--learning_rate", type=_positive_float, default=0.01)
+    add(
+        "--learning_rate_decay_type",
+        choices=_configure.DECAY_TYPES,
+        default="exponential",
+    )
+    add("--num_epochs_per_decay", type=_positive_float, default=2.0)
+    add("--learning_rate_decay_factor", type=_positive_float, default=0.94)
+    add("--end_learning_rate", type=_non_negative_float, default=0.0001)
+    add("--opt_epsilon", type=_positive_float, default=1.0)
+    add("--momentum", type=_fraction, default=0.9)
+    add("--label_smoothing", type=_fraction, default=0.0)
+    add("--moving_average_decay", type=_fraction, default=None)
+    add("--weight_decay", type=_non_negative_float, default=0.00004)
+    # Fine-tuning (variables_helper, WarmStart).
+    add("--checkpoint_path", default=None)
+    add("--checkpoint_exclude_scopes", type=_scopes, default=[])
+    add("--trainable_scopes", type=_scopes, default=None)
+    add("--ignore_missing_vars", action="store_true")
+    # The gradient policy.
+    add("--gradient_multipliers", type=_multipliers, default={})
+    add("--freeze", type=_scopes, default=[])
+    add("--clip_gradient_norm", type=_positive_float, default=None)
+    # Data.
+    add("--dataset_name", choices=["digits"], default="digits")
+    add("--labels", type=_labels, default=None, help="e.g. 0-4 (all: 0-9)")
+    return p
+
+
+def _check(p, flags):
+    """Checks across flags, and paths, before TensorFlow starts."""
+    from keras_slim import _checkpoint_readers
+
+    if flags.num_ps_tasks and flags.worker_replicas > 1:
+        p.error(
+            "argument --num_ps_tasks: with parameter servers the workers "
+            "are asynchronous; --worker_replicas must stay 1, got "
+            f"{flags.worker_replicas}"
+        )
+    if flags.task >= flags.worker_replicas:
+        p.error(
+            f"argument --task: {flags.task} is not below "
+            f"--worker_replicas={flags.worker_replicas}"
+        )
+    if flags.checkpoint_path is not None:
+        try:
+            _checkpoint_readers.resolve(flags.checkpoint_path).close()
+        except (FileNotFoundError, ValueError) as error:
+            p.error(f"argument --checkpoint_path: {error}")
+    try:
+        from keras_slim.callbacks._files import check_writable
+
+        check_writable(
+            "train_dir", flags.train_dir, what="checkpoints", create=True
+        )
+    except ValueError as error:
+        p.error(f"argument --train_dir: {error}")
+
+
+def _deployment(flags):
+    import keras_slim
+
+    return keras_slim.DeploymentConfig(
+        num_clones=flags.num_clones,
+        clone_on_cpu=flags.clone_on_cpu,
+        replica_id=flags.task,
+        num_replicas=flags.worker_replicas,
+        num_ps_tasks=flags.num_ps_tasks,
+    )
+
+
+def _policy(flags):
+    import keras_slim
+
+    def prefixes(scopes):
+        # slim's scopes are prefixes of variable names.
+        return [f"{scope}.*" for scope in scopes]
+
+    return keras_slim.GradientPolicy(
+        trainable=prefixes(flags.trainable_scopes)
+        if flags.trainable_scopes
+        else None,
+        freeze=prefixes(flags.freeze),
+        multipliers=flags.gradient_multipliers,
+        clip_norm=flags.clip_gradient_norm,
+    )
+
+
+def _build(flags, num_samples, num_classes):
+    import keras
+
+    import keras_slim
+    from keras_slim import _configure
+    from keras_slim import _digits
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8, 8, 1), name="images")
+    logits = _digits.network(num_classes, flags.weight_decay)(inputs)
+    model = keras_slim.SlimModel(inputs, logits, gradient_policy=_policy(flags))
+    rate = _configure.learning_rate(
+        flags.learning_rate_decay_type,
+        flags.learning_rate,
+        num_samples_per_epoch=num_samples,
+        batch_size=flags.batch_size,
+        num_epochs_per_decay=flags.num_epochs_per_decay,
+        decay_factor=flags.learning_rate_decay_factor,
+        end_learning_rate=flags.end_learning_rate,
+    )
+    model.compile(
+        optimizer=_configure.optimizer(
+            flags.optimizer,
+            rate,
+            epsilon=flags.opt_epsilon,
+            momentum=flags.momentum,
+            moving_average_decay=flags.moving_average_decay,
+        ),
+        loss=keras.losses.CategoricalCrossentropy(
+            from_logits=True, label_smoothing=flags.label_smoothing
+        ),
+        metrics=["accuracy"],
+    )
+    return model
+
+
+class _Progress:
+    """Keras's progress bar over global steps, for a terminal."""
+
+    def __new__(cls, target):
+        import keras
+
+        from keras_slim.callbacks._steps import StepCallback
+
+        class Progress(StepCallback):
+            def on_first_batch(self, step):
+                self.bar = keras.utils.Progbar(target, unit_name="step")
+                self.bar.update(step)
+
+            def on_train_batch_end(self, batch, logs=None):
+                super().on_train_batch_end(batch, logs)
+                values = [("loss", logs["loss"])] if logs else None
+                self.bar.update(self.counter.step, values=values)
+
+        return Progress()
+
+
+def _configure_logging():
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    _LOG.handlers[:] = [handler]
+    _LOG.setLevel(logging.INFO)
+    _LOG.propagate = False
+
+
+def _evaluate(model, flags, test):
+    import numpy as np
+
+    x, y = test
+    if flags.moving_average_decay:
+        model.optimizer.finalize_variable_values(model.trainable_variables)
+    logits = np.asarray(model(x, training=False))
+    return float(np.mean(np.argmax(logits, axis=1) == y)), len(y)
+
+
+def run(flags):
+    """Trains as the flags say; returns the exit code."""
+    config = _deployment(flags)
+    strategy = config.strategy()  # before anything uses TensorFlow's devices
+
+    import keras_slim
+    from keras_slim import _digits
+    from keras_slim.callbacks import WarmStart
+
+    _LOG.info("%s", config.describe())
+    labels = flags.labels or list(range(10))
+    (x, y), test = _digits.load(flags.labels)
+    clones = flags.num_clones if flags.num_ps_tasks else None
+    replicas = clones or strategy.num_replicas_in_sync
+    make = _digits.dataset_fn(x, y, flags.batch_size * replicas, len(labels))
+    with strategy.scope():
+        model = _build(flags, len(x), len(labels))
+    data = make if flags.num_ps_tasks else make(None)
+    warm = None
+    if flags.checkpoint_path:
+        warm = WarmStart(
+            flags.checkpoint_path,
+            exclude=[f"{s}.*" for s in flags.checkpoint_exclude_scopes],
+            ignore_missing=flags.ignore_missing_vars,
+        )
+    progress = []
+    if sys.stdout.isatty() and flags.max_number_of_steps:
+        progress = [_Progress(flags.max_number_of_steps)]
+    try:
+        keras_slim.train(
+            model,
+            data,
+            logdir=flags.train_dir,
+            number_of_steps=flags.max_number_of_steps,
+            log_every_n_steps=None if progress else flags.log_every_n_steps,
+            save_summaries_secs=flags.save_summaries_secs,
+            save_interval_secs=flags.save_interval_secs,
+            trace_every_n_steps=flags.trace_every_n_steps,
+            warm_start=warm,
+            is_chief=config.is_chief,
+            callbacks=progress,
+        )
+    except keras_slim.NanLossDuringTrainingError as error:
+        print(f"keras-slim-train: {error}", file=sys.stderr)
+        return 1
+    if config.is_chief:
+        accuracy, count = _evaluate(model, flags, test)
+        step = int(model.optimizer.iterations.numpy())
+        print(
+            f"held-out accuracy: {accuracy:.4f} on {count} digits "
+            f"(global step {step})"
+        )
+        print(f"TensorBoard: tensorboard --logdir {flags.train_dir}")
+    return 0
+
+
+def main(argv=None):
+    """The console script `keras-slim-train`."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    p = parser()
+    flags = p.parse_args(argv)
+    _check(p, flags)
+    _configure_logging()
+    try:
+        return run(flags)
+    except (ValueError, FileNotFoundError) as error:
+        # Raised before any step: an argument that does not fit.
+        print(f"keras-slim-train: error: {error}", file=sys.stderr)
+        return 2
+
+
+__all__ = ["main", "parser"]
+
+if __name__ == "__main__":
+    sys.exit(main())

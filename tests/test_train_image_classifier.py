@@ -1,0 +1,283 @@
+"""keras-slim-train: TF-Slim's train_image_classifier flags on keras_slim."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_slim import _configure
+from keras_slim import _digits
+from keras_slim import checkpoints
+from keras_slim import train_image_classifier as cli
+
+FAST = [
+    "--optimizer",
+    "adam",
+    "--learning_rate",
+    "0.005",
+    "--opt_epsilon",
+    "1e-7",
+    "--log_every_n_steps",
+    "50",
+]
+
+
+def run_cli(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "keras_slim.train_image_classifier", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+
+
+def accuracy(output):
+    line = next(
+        line for line in output.splitlines() if line.startswith("held-out")
+    )
+    return float(line.split()[2])
+
+
+def test_defaults_are_tf_slims():
+    flags = cli.parser().parse_args([])
+    assert flags.train_dir == "/tmp/tfmodel/"
+    assert (flags.num_clones, flags.clone_on_cpu) == (1, False)
+    assert (flags.worker_replicas, flags.num_ps_tasks, flags.task) == (1, 0, 0)
+    assert flags.max_number_of_steps is None
+    assert flags.batch_size == 32
+    assert flags.log_every_n_steps == 10
+    assert flags.save_summaries_secs == flags.save_interval_secs == 600
+    assert flags.optimizer == "rmsprop"
+    assert flags.learning_rate == 0.01
+    assert flags.learning_rate_decay_type == "exponential"
+    assert flags.num_epochs_per_decay == 2.0
+    assert flags.learning_rate_decay_factor == 0.94
+    assert flags.end_learning_rate == 0.0001
+    assert flags.opt_epsilon == 1.0
+    assert flags.label_smoothing == 0.0
+    assert flags.moving_average_decay is None
+    assert flags.weight_decay == 0.00004
+    assert flags.checkpoint_exclude_scopes == []
+    assert flags.trainable_scopes is None
+    assert not flags.ignore_missing_vars
+
+
+def test_policy_and_scope_flags_parse():
+    flags = cli.parser().parse_args(
+        [
+            "--gradient_multipliers",
+            "logits/.*=2.5,conv1/kernel=0.5",
+            "--freeze",
+            "conv1,conv2",
+            "--trainable_scopes",
+            "logits",
+            "--checkpoint_exclude_scopes",
+            "logits,conv2_bn",
+            "--labels",
+            "0-2,7",
+        ]
+    )
+    assert flags.gradient_multipliers == {"logits/.*": 2.5, "conv1/kernel": 0.5}
+    assert flags.freeze == ["conv1", "conv2"]
+    assert flags.trainable_scopes == ["logits"]
+    assert flags.checkpoint_exclude_scopes == ["logits", "conv2_bn"]
+    assert flags.labels == [0, 1, 2, 7]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch_size", "0"], "argument --batch_size: must be a positive"),
+        (["--optimizer", "lbfgs"], "argument --optimizer: invalid choice"),
+        (["--gradient_multipliers", "logits"], "argument --gradient_mult"),
+        (["--labels", "3-11"], "argument --labels: digits must be 0-9"),
+        (["--momentum", "1.5"], "argument --momentum: must be in [0, 1)"),
+        (["--task", "1"], "argument --task: 1 is not below"),
+        (
+            ["--checkpoint_path", "/no/such/ckpt"],
+            "argument --checkpoint_path: No checkpoint at '/no/such/ckpt'",
+        ),
+        (
+            ["--num_ps_tasks", "1", "--worker_replicas", "2", "--task", "0"],
+            "argument --num_ps_tasks",
+        ),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_flag(args, message, tmp_path):
+    result = run_cli("--train_dir", str(tmp_path), *args, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert not list(tmp_path.glob("model.ckpt*"))
+
+
+def demo_flags():
+    """`make demo`'s flags, read from the Makefile."""
+    makefile = pathlib.Path(__file__).resolve().parent.parent / "Makefile"
+    text = makefile.read_text().replace("\\\n", " ")
+    line = next(
+        line for line in text.splitlines() if line.startswith("DEMO_FLAGS")
+    )
+    return line.split(":=", 1)[1].split()
+
+
+def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
+    flags = demo_flags()
+    train_dir = tmp_path / "train"
+    flags[flags.index("--train_dir") + 1] = str(train_dir)
+    assert "--num_clones" in flags and "--clone_on_cpu" in flags
+    first = run_cli(*flags)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "MirroredStrategy" in first.stdout
+    # Not a terminal: plain lines, slim's format.
+    assert "global step 600: loss = " in first.stdout
+    assert accuracy(first.stdout) >= 0.95
+    assert f"tensorboard --logdir {train_dir}" in first.stdout
+    names = sorted(os.listdir(train_dir))
+    assert "model.ckpt-600.index" in names
+    assert "tf_trace-0.json" in names
+    assert any(n.startswith("events.out.tfevents") for n in names)
+    # The second run resumes: no step, nothing new written, same accuracy.
+    second = run_cli(*flags)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"Restored {train_dir}/model.ckpt-600" in second.stdout
+    assert "loss = " not in second.stdout
+    assert sorted(os.listdir(train_dir)) == names
+    assert accuracy(second.stdout) == accuracy(first.stdout)
+
+
+def test_nan_loss_exits_1(tmp_path):
+    result = run_cli(
+        "--train_dir",
+        str(tmp_path),
+        "--optimizer",
+        "sgd",
+        "--learning_rate",
+        "1e30",
+        "--learning_rate_decay_type",
+        "fixed",
+        "--max_number_of_steps",
+        "50",
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "NaN loss" in result.stderr or "not finite" in result.stderr
+
+
+def test_fine_tune_from_digits_0_4_to_5_9(tmp_path):
+    pretrain, finetune = tmp_path / "pretrain", tmp_path / "finetune"
+    result = run_cli(
+        "--train_dir",
+        str(pretrain),
+        "--labels",
+        "0-4",
+        "--max_number_of_steps",
+        "200",
+        *FAST,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_cli(
+        "--train_dir",
+        str(finetune),
+        "--labels",
+        "5-9",
+        "--max_number_of_steps",
+        "200",
+        "--checkpoint_path",
+        str(pretrain),
+        "--checkpoint_exclude_scopes",
+        "logits",
+        "--freeze",
+        "conv1,conv2",
+        *FAST,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Warm start from" in result.stdout
+    assert accuracy(result.stdout) >= 0.9
+    # The frozen convolutions are the pretrained ones; the head is new.
+    kernel = "model/conv1.Skernel/.ATTRIBUTES/VARIABLE_VALUE"
+    np.testing.assert_array_equal(
+        tf.train.load_checkpoint(str(finetune)).get_tensor(kernel),
+        tf.train.load_checkpoint(str(pretrain)).get_tensor(kernel),
+    )
+    listed = {v.name for v in checkpoints.list_variables(str(finetune))}
+    assert "model/logits/kernel" in listed
+
+
+def test_console_script_is_installed():
+    script = pathlib.Path(sys.executable).parent / "keras-slim-train"
+    assert script.exists()
+    result = subprocess.run(
+        [str(script), "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0
+    assert "--checkpoint_exclude_scopes" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "name, cls, attrs",
+    [
+        ("adadelta", keras.optimizers.Adadelta, {"rho": 0.95, "epsilon": 1.0}),
+        (
+            "adagrad",
+            keras.optimizers.Adagrad,
+            {"initial_accumulator_value": 0.1},
+        ),
+        ("adam", keras.optimizers.Adam, {"beta_1": 0.9, "epsilon": 1.0}),
+        ("ftrl", keras.optimizers.Ftrl, {"learning_rate_power": -0.5}),
+        ("momentum", keras.optimizers.SGD, {"momentum": 0.9}),
+        ("rmsprop", keras.optimizers.RMSprop, {"rho": 0.9, "momentum": 0.9}),
+        ("sgd", keras.optimizers.SGD, {"momentum": 0.0}),
+    ],
+)
+def test_optimizers_with_slims_defaults(name, cls, attrs):
+    optimizer = _configure.optimizer(name, 0.1)
+    assert type(optimizer) is cls
+    for attr, value in attrs.items():
+        assert getattr(optimizer, attr) == pytest.approx(value), attr
+
+
+def test_moving_average_decay_is_keras_ema():
+    optimizer = _configure.optimizer("sgd", 0.1, moving_average_decay=0.99)
+    assert optimizer.use_ema and optimizer.ema_momentum == 0.99
+
+
+def test_learning_rate_decays_as_slim():
+    common = dict(
+        num_samples_per_epoch=1000,
+        batch_size=100,
+        num_epochs_per_decay=2.0,
+        decay_factor=0.5,
+        end_learning_rate=0.01,
+    )
+    # decay_steps = 1000 * 2 / 100 = 20.
+    exponential = _configure.learning_rate("exponential", 0.1, **common)
+    assert float(exponential(19)) == pytest.approx(0.1)
+    assert float(exponential(20)) == pytest.approx(0.05)  # staircase
+    polynomial = _configure.learning_rate("polynomial", 0.1, **common)
+    assert float(polynomial(10)) == pytest.approx(0.055)
+    assert float(polynomial(40)) == pytest.approx(0.01)
+    assert _configure.learning_rate("fixed", 0.1, **common) == 0.1
+
+
+def test_digits_split_is_stratified_and_relabelled():
+    (x, y), (x_test, y_test) = _digits.load([5, 6, 7, 8, 9])
+    assert x.shape[1:] == (8, 8, 1) and x.dtype == np.float32
+    assert set(y) == set(y_test) == {0, 1, 2, 3, 4}
+    fraction = len(y_test) / (len(y) + len(y_test))
+    assert 0.18 < fraction < 0.21
+    assert 0.0 <= x.min() and x.max() <= 1.0
+
+
+def test_progress_bar_for_a_terminal(capsys):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    data = tf.data.Dataset.from_tensors((np.ones((4, 2)), np.ones((4, 1))))
+    model.fit(data.repeat(5), verbose=0, callbacks=[cli._Progress(5)])
+    out = capsys.readouterr().out
+    assert "5/5" in out and "loss" in out
