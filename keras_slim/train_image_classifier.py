@@ -19,6 +19,7 @@ Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -127,7 +128,12 @@ def parser():
     add("--clone_on_cpu", action="store_true")
     add("--worker_replicas", type=_positive_int, default=1)
     add("--num_ps_tasks", type=_non_negative_int, default=0)
-    add("--task", type=_non_negative_int, default=0, help="replica id")
+    add(
+        "--task",
+        type=_non_negative_int,
+        default=None,
+        help="replica id (default: the index in TF_CONFIG, else 0)",
+    )
     # Training services (slim.learning.train).
     add("--max_number_of_steps", type=_positive_int, default=None)
     add("--batch_size", type=_positive_int, default=32, help="per clone")
@@ -166,9 +172,20 @@ def parser():
     return p
 
 
+def _task_from_tf_config():
+    try:
+        config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+        return int(config.get("task", {}).get("index", 0))
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
 def _check(p, flags):
     """Checks across flags, and paths, before TensorFlow starts."""
     from keras_slim import _checkpoint_readers
+
+    if flags.task is None:
+        flags.task = 0 if flags.num_ps_tasks else _task_from_tf_config()
 
     if flags.num_ps_tasks and flags.worker_replicas > 1:
         p.error(

@@ -48,7 +48,8 @@ def test_defaults_are_tf_slims():
     flags = cli.parser().parse_args([])
     assert flags.train_dir == "/tmp/tfmodel/"
     assert (flags.num_clones, flags.clone_on_cpu) == (1, False)
-    assert (flags.worker_replicas, flags.num_ps_tasks, flags.task) == (1, 0, 0)
+    assert (flags.worker_replicas, flags.num_ps_tasks) == (1, 0)
+    assert flags.task is None  # TF_CONFIG's index, else 0
     assert flags.max_number_of_steps is None
     assert flags.batch_size == 32
     assert flags.log_every_n_steps == 10
@@ -281,3 +282,46 @@ def test_progress_bar_for_a_terminal(capsys):
     model.fit(data.repeat(5), verbose=0, callbacks=[cli._Progress(5)])
     out = capsys.readouterr().out
     assert "5/5" in out and "loss" in out
+
+
+@pytest.mark.parametrize(
+    "cluster_flags, train_flags, strategy",
+    [
+        (["--workers", "2"], ["--worker_replicas", "2"], "CollectiveAllReduce"),
+        (
+            ["--workers", "2", "--ps", "1"],
+            ["--num_ps_tasks", "1"],
+            "ParameterServer",
+        ),
+    ],
+)
+def test_on_a_local_cluster(tmp_path, cluster_flags, train_flags, strategy):
+    """Synchronous replicas and parameter servers, through the launcher."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "keras_slim.cluster",
+            *cluster_flags,
+            "--",
+            sys.executable,
+            "-m",
+            "keras_slim.train_image_classifier",
+            "--train_dir",
+            str(tmp_path),
+            "--max_number_of_steps",
+            "200",
+            *train_flags,
+            *FAST,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"strategy: {strategy}" in result.stdout
+    # Only the chief (worker 0, or the coordinator) evaluates and saves.
+    assert result.stdout.count("held-out accuracy") == 1
+    assert accuracy(result.stdout.replace("[worker 0] ", "")) >= 0.9
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-200")
