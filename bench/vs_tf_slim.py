@@ -1,0 +1,274 @@
+"""Steps per second: Keras 3 fit, a raw tf.function loop, SlimModel.fit
+and keras_slim.train, against TF-Slim 1.x itself in graph mode.
+
+The table of issue 8, measured side by side: the MLP 32-64-64-10 and the
+CNN 28x28x1 conv32-pool-conv64-dense10 of bench/_common.py, one in-memory
+batch of 64 repeated, SGD with momentum. Each run times 300 steps after 30
+warm-up steps. Variants:
+
+- keras fit: `keras.Model.fit`, defaults (`steps_per_execution=1`);
+- raw loop: a `tf.function` train step called from Python, no `fit`;
+- SlimModel.fit: a full gradient policy (multipliers, freeze, clip_norm,
+  the NaN check) and the training services at their default intervals
+  (`LogEveryNSteps`, `NanLossGuard`, `Checkpoints`, `Summaries`, `Trace`,
+  `StopAtStep`), no tuning;
+- keras_slim.train: the same model, `keras_slim.train` with its defaults
+  (TF-Slim's: a log line every step);
+- SlimModel.fit spe=30: as SlimModel.fit, tuned by hand with
+  `steps_per_execution=30`: the headroom an automatic choice would give;
+- TF-Slim: tf_slim 1.1.0 in graph mode, `create_train_op` with the same
+  policy, `session.run(train_op)` in a loop, in its own process (tf_slim
+  needs `ops.Tensor` / `ops.IndexedSlices` restored on TF 2.21; that shim
+  lives in tests/tf_slim_peer.py and is used only here and in the tests).
+
+Rounds alternate the in-process variants and the TF-Slim process; the
+table gives medians over rounds and the ratio of keras_slim's medians to
+TF-Slim's. Target (issue 8): SlimModel.fit and keras_slim.train >= 1.0x
+TF-Slim on both models.
+
+Run: `python bench/vs_tf_slim.py [--rounds 5]`.
+"""
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import _common
+import keras
+import tensorflow as tf
+
+import keras_slim
+from keras_slim import callbacks
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from tests import tf_slim_peer  # noqa: E402
+
+WARMUP, TIMED, BATCH = 30, 300, 64
+POLICY = dict(
+    multipliers={"logits/.*": 2.0, r".*/bias": 0.5},
+    freeze=["layer1/bias"],
+    clip_norm=1.0,
+)
+
+
+class Timer(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch + 1 >= WARMUP and not hasattr(self, "start"):
+            self.start = time.perf_counter()
+            self.start_batch = batch
+
+    def on_train_end(self, logs=None):
+        self.end = time.perf_counter()
+
+
+def model(name, slim_policy):
+    input_shape, layers, _ = _common.MODELS[name]
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input(input_shape)
+    if slim_policy:
+        m = keras_slim.SlimModel(
+            inputs,
+            layers(inputs),
+            gradient_policy=keras_slim.GradientPolicy(**POLICY),
+        )
+    else:
+        m = keras.Model(inputs, layers(inputs))
+    m.compile(
+        optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return m
+
+
+def time_fit(m, data, extra=()):
+    timer = Timer()
+    m.fit(
+        data,
+        epochs=1,
+        steps_per_epoch=WARMUP + TIMED,
+        verbose=0,
+        callbacks=[timer, *extra],
+    )
+    return TIMED / (timer.end - timer.start)
+
+
+def keras_fit(name, data, logdir):
+    return time_fit(model(name, False), data)
+
+
+def raw_loop(name, data, logdir):
+    m = model(name, False)
+    loss_fn = m.loss
+    optimizer = m.optimizer
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, m(x, training=True))
+        grads = tape.gradient(loss, m.trainable_variables)
+        optimizer.apply_gradients(zip(grads, m.trainable_variables))
+        return loss
+
+    x, y = next(iter(data))
+    for _ in range(WARMUP):
+        step(x, y)
+    start = time.perf_counter()
+    for _ in range(TIMED):
+        loss = step(x, y)
+    float(loss)
+    return TIMED / (time.perf_counter() - start)
+
+
+def slim_model_fit(name, data, logdir):
+    services = [
+        callbacks.StopAtStep(num_steps=WARMUP + TIMED),
+        callbacks.LogEveryNSteps(),
+        callbacks.NanLossGuard(),
+        callbacks.Checkpoints(logdir),
+        callbacks.Summaries(logdir),
+        callbacks.Trace(logdir),
+    ]
+    return time_fit(model(name, True), data, services)
+
+
+def slim_model_fit_spe(name, data, logdir):
+    """SlimModel.fit with the services, tuned: steps_per_execution=30."""
+    m = model(name, True)
+    m.compile(
+        optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=30,
+    )
+    services = [
+        callbacks.StopAtStep(num_steps=WARMUP + TIMED),
+        callbacks.LogEveryNSteps(),
+        callbacks.NanLossGuard(),
+        callbacks.Checkpoints(logdir),
+        callbacks.Summaries(logdir),
+        callbacks.Trace(logdir),
+    ]
+    return time_fit(m, data, services)
+
+
+def slim_train(name, data, logdir):
+    timer = Timer()
+    keras_slim.train(
+        model(name, True),
+        data,
+        logdir=logdir,
+        number_of_steps=WARMUP + TIMED,
+        callbacks=[timer],
+    )
+    return TIMED / (timer.end - timer.start)
+
+
+TF_SLIM = """
+name = {name!r}
+warmup, timed, batch = {warmup}, {timed}, {batch}
+import time
+rng = np.random.default_rng(0)
+shape = (28, 28, 1) if name.startswith("CNN") else (32,)
+x = rng.normal(size=(batch,) + shape).astype("float32")
+y = rng.integers(0, 10, size=batch).astype("int32")
+with tf.Graph().as_default():
+    images, labels = tf.constant(x), tf.constant(y)
+    if name.startswith("CNN"):
+        net = slim.conv2d(images, 32, 3, padding="VALID", scope="layer1")
+        net = slim.max_pool2d(net, 2)
+        net = slim.conv2d(net, 64, 3, padding="VALID", scope="layer2")
+        net = slim.flatten(net)
+    else:
+        net = slim.fully_connected(images, 64, scope="layer1")
+        net = slim.fully_connected(net, 64, scope="layer2")
+    logits = slim.fully_connected(net, 10, activation_fn=None, scope="logits")
+    loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+    total = slim.losses.get_total_loss()
+    variables = slim.get_trainable_variables()
+    multipliers = {{}}
+    for v in variables:
+        m = 2.0 if v.op.name.startswith("logits/") else 1.0
+        m *= 0.5 if v.op.name.endswith("/biases") else 1.0
+        if m != 1.0:
+            multipliers[v] = m
+    train_op = slim.learning.create_train_op(
+        total,
+        tf1.train.MomentumOptimizer(0.01, 0.9),
+        variables_to_train=[v for v in variables
+                            if v.op.name != "layer1/biases"],
+        gradient_multipliers=multipliers,
+        clip_gradient_norm=1.0,
+        check_numerics=True,
+    )
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        for _ in range(warmup):
+            session.run(train_op)
+        start = time.perf_counter()
+        for _ in range(timed):
+            session.run(train_op)
+        rate = timed / (time.perf_counter() - start)
+print(json.dumps({{"steps_per_sec": rate}}))
+"""
+
+
+def tf_slim(name):
+    code = TF_SLIM.format(name=name, warmup=WARMUP, timed=TIMED, batch=BATCH)
+    return tf_slim_peer.run(code, timeout=600)["steps_per_sec"]
+
+
+VARIANTS = {
+    "keras fit": keras_fit,
+    "raw loop": raw_loop,
+    "SlimModel.fit": slim_model_fit,
+    "keras_slim.train": slim_train,
+    "SlimModel.fit spe=30": slim_model_fit_spe,
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    # Log lines are formatted and written, as a user's INFO handler would.
+    log = logging.getLogger("keras_slim")
+    log.addHandler(logging.StreamHandler(open(os.devnull, "w")))
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    print(
+        f"keras {keras.__version__}, tensorflow {tf.__version__}, "
+        f"{os.cpu_count()} CPUs; {TIMED} steps after {WARMUP}, batch "
+        f"{BATCH}; medians of {args.rounds} rounds"
+    )
+    print()
+    print(
+        "| model | "
+        + " | ".join(VARIANTS)
+        + " | TF-Slim | SlimModel.fit / TF-Slim | train / TF-Slim |"
+    )
+    print("|---" * (len(VARIANTS) + 4) + "|")
+    for name in _common.MODELS:
+        input_shape = _common.MODELS[name][0]
+        data = _common.dataset(input_shape)
+        results = {v: [] for v in [*VARIANTS, "TF-Slim"]}
+        for _ in range(args.rounds):
+            for variant, function in VARIANTS.items():
+                with tempfile.TemporaryDirectory(dir=shm) as logdir:
+                    results[variant].append(function(name, data, logdir))
+                keras.backend.clear_session()
+            results["TF-Slim"].append(tf_slim(name))
+        m = {v: statistics.median(r) for v, r in results.items()}
+        cells = " | ".join(f"{m[v]:.1f}" for v in [*VARIANTS, "TF-Slim"])
+        print(
+            f"| {name} | {cells} | "
+            f"{m['SlimModel.fit'] / m['TF-Slim']:.3f} | "
+            f"{m['keras_slim.train'] / m['TF-Slim']:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
