@@ -43,6 +43,7 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import callbacks
+from keras_slim.callbacks._steps import StepCallback
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from tests import tf_slim_peer  # noqa: E402
@@ -55,8 +56,18 @@ POLICY = dict(
 )
 
 
-class Timer(keras.callbacks.Callback):
+class Timer(StepCallback):
+    """Times the steps after the warm-up ones.
+
+    A keras_slim step callback, whose only exact step is the end of the
+    warm-up, so it leaves `SlimModel`'s choice of steps per call free.
+    """
+
+    def step_multiples(self, model):
+        return [WARMUP]
+
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         if batch + 1 >= WARMUP and not hasattr(self, "start"):
             self.start = time.perf_counter()
             self.start_batch = batch

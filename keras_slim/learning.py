@@ -54,6 +54,10 @@ class _LastStepLoss(StepCallback):
         self._length = length
         self.loss = None
 
+    def step_multiples(self, model):
+        # The loss of the last step, not of the last call's steps.
+        return [1]
+
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self._step_loss = StepLoss(self.model)

@@ -25,6 +25,7 @@ from keras.src.models.functional import Functional
 from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
 
+from keras_slim import _auto_steps
 from keras_slim import _optimizer
 from keras_slim import _parameter_server
 from keras_slim._train_function import is_multi_worker
@@ -186,6 +187,7 @@ class SlimModel(keras.Model):
         self.train_function = _translate_nonfinite(
             self.train_function, self.optimizer
         )
+        self._keras_slim_built_for = self.steps_per_execution
         return self.train_function
 
     def fit(self, x=None, y=None, **kwargs):
@@ -207,7 +209,9 @@ class SlimModel(keras.Model):
             A `keras.callbacks.History`.
         """
         if not _parameter_server.is_parameter_server(self.distribute_strategy):
-            return super().fit(x, y, **kwargs)
+            if not getattr(self, "_keras_slim_auto_steps", False):
+                return super().fit(x, y, **kwargs)
+            return self._fit_auto_steps(x, y, kwargs)
         if y is not None:
             raise ValueError(
                 "Under ParameterServerStrategy, pass a tf.data.Dataset of "
@@ -219,6 +223,73 @@ class SlimModel(keras.Model):
             translate_error=lambda f: _translate_nonfinite(f, self.optimizer),
             **kwargs,
         )
+
+    def compile(self, *args, steps_per_execution="auto", **kwargs):
+        """`keras.Model.compile`; `steps_per_execution` defaults to "auto".
+
+        With "auto" (the default), each `fit` picks how many steps one call
+        of the train function runs, up to 32: as many as the callbacks
+        allow (see `fit`); evaluation and prediction run one batch per call.
+        An integer fixes it, as in Keras.
+
+        Args:
+            *args: As for `keras.Model.compile`.
+            steps_per_execution: "auto", or a positive integer.
+            **kwargs: As for `keras.Model.compile`.
+        """
+        auto = isinstance(steps_per_execution, str)
+        if auto and steps_per_execution != "auto":
+            raise ValueError(
+                "Invalid value for argument `steps_per_execution`. Received: "
+                f"steps_per_execution={steps_per_execution!r}. Expected "
+                '"auto" or a positive integer.'
+            )
+        self._keras_slim_auto_steps = auto
+        super().compile(
+            *args,
+            steps_per_execution=1 if auto else steps_per_execution,
+            **kwargs,
+        )
+
+    def get_compile_config(self):
+        """Keras's compile config, with `steps_per_execution="auto"` kept."""
+        config = super().get_compile_config()
+        if isinstance(config, dict) and getattr(
+            self, "_keras_slim_auto_steps", False
+        ):
+            inner = config.get("config", config)
+            if "steps_per_execution" in inner:
+                inner["steps_per_execution"] = "auto"
+        return config
+
+    def compile_from_config(self, config):
+        """Compiles from a saved compile config (Keras's, through `compile`).
+
+        Args:
+            config: The dict `get_compile_config` returned.
+        """
+        from keras.src.saving import serialization_lib
+
+        config = serialization_lib.deserialize_keras_object(config)
+        self.compile(**config)
+        if hasattr(self, "optimizer") and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _fit_auto_steps(self, x, y, kwargs):
+        """Keras's `fit` with the steps per execution the callbacks allow."""
+        from keras_slim.callbacks._steps import StepCallback
+
+        steps = 1
+        if not self.run_eagerly:
+            steps = _auto_steps.choose(self, x, kwargs, StepCallback)
+        if getattr(self, "_keras_slim_built_for", None) != steps:
+            self.train_function = None
+        self.steps_per_execution = steps
+        try:
+            return super().fit(x, y, **kwargs)
+        finally:
+            # Evaluation and prediction keep one batch per call.
+            self.steps_per_execution = 1
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         """Builds the model on one replica's batch before the first step.

@@ -115,6 +115,20 @@ class StepCallback(keras.callbacks.Callback):
     def on_first_batch(self, step):
         """Called when the first batch of a `fit` call begins."""
 
+    def step_multiples(self, model):
+        """Global steps this callback must see at the end of a call of the
+        train function; `SlimModel` picks `steps_per_execution` dividing
+        them all (`[1]`: one step per call; `[]`: any count).
+
+        Args:
+            model: The model about to be fitted.
+
+        Returns:
+            A list of positive ints.
+        """
+        del model
+        return []
+
     def on_train_batch_begin(self, batch, logs=None):
         if self.counter.step is None:
             self.on_first_batch(self.counter.sync())

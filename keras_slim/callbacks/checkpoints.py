@@ -107,6 +107,19 @@ class Checkpoints(StepCallback):
         # keras_slim.train(is_chief=...) overrides the strategy's answer.
         self._chief_override = None
 
+    def step_multiples(self, model):
+        # The step of the checkpoint a restore will start from, too, so
+        # that StopAtStep's target stays a call boundary after it.
+        multiples = []
+        if self._trigger.every_n_steps:
+            multiples.append(self._trigger.every_n_steps)
+        latest = self.restore and tf.train.latest_checkpoint(self.directory)
+        if latest:
+            step = int(latest.rsplit("-", 1)[1])
+            if step > 0:
+                multiples.append(step)
+        return multiples
+
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         strategy = self.model.distribute_strategy

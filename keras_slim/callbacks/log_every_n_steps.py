@@ -88,3 +88,6 @@ class LogEveryNSteps(StepCallback):
             line += ", %.1f examples/sec"
             args.append(per_step / sec_per_step)
         logger.info(line, *args)
+
+    def step_multiples(self, model):
+        return [self.every_n_steps]

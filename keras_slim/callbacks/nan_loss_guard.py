@@ -62,6 +62,17 @@ class NanLossGuard(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._warned = False
 
+    def step_multiples(self, model):
+        """Any steps per call: a `SlimModel` checks each step in the graph.
+
+        Args:
+            model: The model about to be fitted.
+
+        Returns:
+            `[]`, or `[1]` for a model without that check.
+        """
+        return [] if hasattr(model, "gradient_policy") else [1]
+
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is None or math.isfinite(loss):

@@ -64,6 +64,14 @@ class StopAtStep(StepCallback):
         self.num_steps = num_steps
         self.last_step = last_step
 
+    def step_multiples(self, model):
+        if self.num_steps:
+            return [self.num_steps]
+        start = (
+            int(model.optimizer.iterations.numpy()) if model.optimizer else 0
+        )
+        return [v for v in (self.last_step, start) if v > 0]
+
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self.target = None

@@ -145,6 +145,10 @@ class Summaries(StepCallback):
             self._writer = tf.summary.create_file_writer(self.logdir)
         return self._writer
 
+    def step_multiples(self, model):
+        every = self._trigger.every_n_steps
+        return [every] if every else []
+
     def on_first_batch(self, step):
         self._trigger.reset(step)
         self._last = (step, self._clock())

@@ -121,6 +121,10 @@ class Trace(StepCallback):
                 return step
         return None
 
+    def step_multiples(self, model):
+        # A trace is of one step: one step per call when any is chosen.
+        return [1] if self.every_n_steps or self.at_steps else []
+
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         strategy = self.model.distribute_strategy

@@ -1,0 +1,97 @@
+"""Choosing `steps_per_execution` for `SlimModel.fit` when left to it.
+
+Keras's `fit` costs about a millisecond of host work per call of the
+train function (the loop, the callbacks, the logs); on small models that
+is most of a step. Several steps per call remove it, but change what
+batch-level callbacks see. So a `SlimModel` compiled without
+`steps_per_execution` picks one for each `fit`:
+
+- 1 when a callback acts on batches and is not one of keras_slim's step
+  callbacks (those count global steps, whatever runs per call), or when
+  the strategy is multi-worker or parameter-server;
+- else the largest count up to `MAX_STEPS` that divides every step a
+  callback must see exactly (`LogEveryNSteps`'s interval, the step-based
+  intervals of `Checkpoints` and `Summaries`, `StopAtStep`'s target and
+  the step it starts from, any step `Trace` traces, which forces 1) and
+  the epoch's length, so each of them still falls on the end of a call.
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+MAX_STEPS = 32
+
+_BATCH_HOOKS = (
+    "on_batch_begin",
+    "on_batch_end",
+    "on_train_batch_begin",
+    "on_train_batch_end",
+)
+
+
+def acts_on_batches(callback):
+    """Whether a callback overrides a training batch hook (or sets one)."""
+    base = keras.callbacks.Callback
+    for hook in _BATCH_HOOKS:
+        if hook in vars(callback):  # LambdaCallback sets them per instance
+            return True
+        if getattr(type(callback), hook) is not getattr(base, hook):
+            return True
+    return False
+
+
+def _epoch_length(x, kwargs):
+    if kwargs.get("steps_per_epoch"):
+        return int(kwargs["steps_per_epoch"])
+    if isinstance(x, tf.data.Dataset):
+        cardinality = int(x.cardinality().numpy())
+        return cardinality if cardinality > 0 else None
+    if isinstance(x, np.ndarray):
+        batch_size = kwargs.get("batch_size") or 32
+        return math.ceil(len(x) / batch_size)
+    return None
+
+
+def choose(model, x, kwargs, step_callback_type):
+    """The steps per execution for one `fit` call.
+
+    Args:
+        model: The `SlimModel`.
+        x: `fit`'s data argument.
+        kwargs: `fit`'s other keyword arguments.
+        step_callback_type: keras_slim's `StepCallback` class.
+
+    Returns:
+        A positive int.
+    """
+    from keras_slim._parameter_server import is_parameter_server
+    from keras_slim._train_function import is_multi_worker
+
+    strategy = model.distribute_strategy
+    if is_multi_worker(strategy) or is_parameter_server(strategy):
+        return 1
+    if x is not None and not isinstance(x, (tf.data.Dataset, np.ndarray)):
+        return 1  # generators, PyDatasets: their length is their own
+    constraints = []
+    for callback in kwargs.get("callbacks") or []:
+        if isinstance(callback, step_callback_type) or hasattr(
+            callback, "step_multiples"
+        ):
+            constraints += callback.step_multiples(model)
+        elif acts_on_batches(callback):
+            return 1
+    length = _epoch_length(x, kwargs)
+    if length is None and not kwargs.get("steps_per_epoch"):
+        if isinstance(x, tf.data.Dataset):
+            return 1  # unknown length: end of data must end a call exactly
+    if length is not None:
+        constraints.append(length)
+    common = 0
+    for value in constraints:
+        common = math.gcd(common, int(value))
+    if common == 0:
+        return MAX_STEPS
+    return max(d for d in range(1, MAX_STEPS + 1) if common % d == 0)

@@ -1,0 +1,160 @@
+"""SlimModel picks steps_per_execution for each fit, as callbacks allow."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_slim import _auto_steps
+from keras_slim.callbacks import Checkpoints
+from keras_slim.callbacks import LogEveryNSteps
+from keras_slim.callbacks import NanLossGuard
+from keras_slim.callbacks import StopAtStep
+from keras_slim.callbacks import Summaries
+from keras_slim.callbacks import Trace
+from keras_slim.callbacks._steps import StepCallback
+from tests.callbacks import common
+from tests.helpers import compile_model
+from tests.helpers import mlp
+
+
+class SeenSteps(StepCallback):
+    """Records the steps per call and the global step after each batch."""
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self.per_call = self.model.steps_per_execution
+        self.steps = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        self.steps.append(self.counter.step)
+
+
+def auto_model():
+    model = mlp()
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return model
+
+
+def choose(callbacks, steps=330, x=None, **kwargs):
+    kwargs = dict(callbacks=callbacks, steps_per_epoch=steps, **kwargs)
+    return _auto_steps.choose(auto_model(), x, kwargs, StepCallback)
+
+
+def test_default_services_leave_room(tmp_path):
+    services = [
+        StopAtStep(num_steps=330),
+        LogEveryNSteps(100),
+        NanLossGuard(),
+        Checkpoints(tmp_path),
+        Summaries(tmp_path),
+        Trace(tmp_path),
+    ]
+    # Every 100th step logged, 330 steps: calls of gcd(100, 330) = 10.
+    assert choose(services) == 10
+
+
+def test_no_constraint_uses_the_most():
+    assert choose([], steps=64) == 32
+    assert choose([], steps=None, x=np.zeros((100, 8)), batch_size=10) == 10
+
+
+@pytest.mark.parametrize(
+    "callback",
+    [
+        keras.callbacks.LambdaCallback(
+            on_train_batch_end=lambda batch, logs: None
+        ),
+        keras.callbacks.TensorBoard("/tmp/unused"),
+        LogEveryNSteps(1),
+    ],
+    ids=["lambda", "tensorboard", "log every step"],
+)
+def test_callbacks_that_need_each_step(callback):
+    assert choose([callback]) == 1
+
+
+def test_nan_guard_needs_each_step_only_without_the_in_graph_check():
+    assert NanLossGuard().step_multiples(auto_model()) == []
+    keras_model = compile_model(mlp(cls=keras.Model))
+    assert NanLossGuard().step_multiples(keras_model) == [1]
+
+
+def test_epoch_level_callbacks_allow_it():
+    epoch_only = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: None
+    )
+    assert choose([epoch_only, keras.callbacks.History()], steps=96) == 32
+
+
+def test_a_trace_forces_one_step_per_call(tmp_path):
+    assert choose([Trace(tmp_path, at_steps=[5])]) == 1
+    assert choose([Trace(tmp_path, every_n_steps=100)]) == 1
+    # No step chosen: no constraint (330 = 2 * 3 * 5 * 11 -> 30).
+    assert choose([Trace(tmp_path)]) == 30
+
+
+def test_fit_uses_it_and_trains_the_same(tmp_path):
+    x, y, data = common.full_batch()
+    seen_auto, seen_one = SeenSteps(), SeenSteps()
+    auto = auto_model()
+    auto.fit(data, steps_per_epoch=40, verbose=0, callbacks=[seen_auto])
+    fixed = mlp()
+    fixed.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=1,
+    )
+    fixed.fit(data, steps_per_epoch=40, verbose=0, callbacks=[seen_one])
+    assert seen_auto.per_call == 20 and seen_one.per_call == 1
+    assert seen_auto.steps == [20, 40]
+    for a, b in zip(auto.get_weights(), fixed.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    # Evaluation keeps one batch per call afterwards.
+    assert auto.steps_per_execution == 1
+    auto.evaluate(x, y, verbose=0)
+
+
+def test_logging_steps_stay_exact(tmp_path, caplog):
+    _, _, data = common.full_batch()
+    model = auto_model()
+    seen = SeenSteps()
+    with caplog.at_level("INFO", logger="keras_slim"):
+        model.fit(
+            data,
+            steps_per_epoch=60,
+            verbose=0,
+            callbacks=[LogEveryNSteps(15), seen],
+        )
+    assert seen.per_call == 15
+    logged = [r.getMessage().split(":")[0] for r in caplog.records]
+    assert logged == [f"global step {s}" for s in (15, 30, 45, 60)]
+
+
+def test_resume_stops_exactly_at_the_last_step(tmp_path):
+    _, _, data = common.full_batch()
+    first = auto_model()
+    first.fit(
+        data,
+        steps_per_epoch=100,
+        verbose=0,
+        callbacks=[StopAtStep(num_steps=7), Checkpoints(tmp_path)],
+    )
+    assert int(first.optimizer.iterations.numpy()) == 7
+    second = auto_model()
+    second.fit(
+        data,
+        steps_per_epoch=100,
+        verbose=0,
+        callbacks=[StopAtStep(last_step=20), Checkpoints(tmp_path)],
+    )
+    # From the checkpoint at 7: calls that divide 20 - 7 = 13.
+    assert int(second.optimizer.iterations.numpy()) == 20
+
+
+def test_bad_value():
+    with pytest.raises(ValueError, match="Received: steps_per_execution='x'"):
+        mlp().compile(optimizer="sgd", loss="mse", steps_per_execution="x")
