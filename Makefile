@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/policy_overhead.py
 	$(BIN)/python bench/callbacks_overhead.py
 	$(BIN)/python bench/ps_throughput.py
+	$(BIN)/python bench/vs_tf_slim.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits
