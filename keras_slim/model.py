@@ -16,6 +16,7 @@ unscale_loss_for_distribution`.
 """
 
 import functools
+import inspect
 import re
 
 import keras
@@ -190,7 +191,7 @@ class SlimModel(keras.Model):
         self._keras_slim_built_for = self.steps_per_execution
         return self.train_function
 
-    def fit(self, x=None, y=None, **kwargs):
+    def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, also under `ParameterServerStrategy`.
 
         Under a parameter-server strategy (which Keras 3's `fit` does not
@@ -198,16 +199,23 @@ class SlimModel(keras.Model):
         `input_context -> tf.data.Dataset`, `steps_per_epoch` is required,
         steps are scheduled on the workers by a `ClusterCoordinator`, and
         callbacks run on the coordinator; see docs/design.md. Elsewhere it
-        is Keras's `fit`.
+        is Keras's `fit`; compiled with `steps_per_execution="auto"`, it
+        runs as many steps per call of the train function (up to 32) as
+        the callbacks allow, every step a keras_slim callback must see
+        staying the last step of a call (docs/design.md).
 
         Args:
             x: Input data, as for `keras.Model.fit`.
             y: Targets, as for `keras.Model.fit` (`None` with a dataset).
+            *args: The other arguments of `keras.Model.fit`, in its order.
             **kwargs: The other arguments of `keras.Model.fit`.
 
         Returns:
             A `keras.callbacks.History`.
         """
+        if args:
+            names = list(inspect.signature(keras.Model.fit).parameters)[3:]
+            kwargs.update(zip(names, args))
         if not _parameter_server.is_parameter_server(self.distribute_strategy):
             if not getattr(self, "_keras_slim_auto_steps", False):
                 return super().fit(x, y, **kwargs)

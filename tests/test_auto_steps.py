@@ -158,3 +158,12 @@ def test_resume_stops_exactly_at_the_last_step(tmp_path):
 def test_bad_value():
     with pytest.raises(ValueError, match="Received: steps_per_execution='x'"):
         mlp().compile(optimizer="sgd", loss="mse", steps_per_execution="x")
+
+
+def test_fit_takes_keras_positional_arguments():
+    x, y, _ = common.full_batch()
+    seen = SeenSteps()
+    history = auto_model().fit(x, y, 16, 2, 0, [seen])  # batch, epochs, ...
+    assert len(history.history["loss"]) == 2
+    # 64 examples in batches of 16: 4 steps per epoch, all in one call.
+    assert seen.per_call == 4 and seen.steps == [4, 8]
