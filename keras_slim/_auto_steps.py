@@ -12,8 +12,9 @@ batch-level callbacks see. So a `SlimModel` compiled without
 - else the largest count up to `MAX_STEPS` that divides every step a
   callback must see exactly (`LogEveryNSteps`'s interval, the step-based
   intervals of `Checkpoints` and `Summaries`, `StopAtStep`'s target and
-  the step it starts from, any step `Trace` traces, which forces 1) and
-  the epoch's length, so each of them still falls on the end of a call.
+  the step it starts from, any step `Trace` traces, which forces 1), the
+  model's global step when `fit` begins, and the epoch's length, so each of
+  them still falls on the end of a call.
 """
 
 import math
@@ -75,7 +76,11 @@ def choose(model, x, kwargs, step_callback_type):
         return 1
     if x is not None and not isinstance(x, (tf.data.Dataset, np.ndarray)):
         return 1  # generators, PyDatasets: their length is their own
-    constraints = []
+    # A model trained before starts at its step: calls must end on the
+    # same global steps as if it had started at 0.
+    optimizer = getattr(model, "optimizer", None)
+    start = int(optimizer.iterations.numpy()) if optimizer is not None else 0
+    constraints = [start] if start > 0 else []
     for callback in kwargs.get("callbacks") or []:
         if isinstance(callback, step_callback_type) or hasattr(
             callback, "step_multiples"

@@ -130,7 +130,11 @@ def test_logging_steps_stay_exact(tmp_path, caplog):
             callbacks=[LogEveryNSteps(15), seen],
         )
     assert seen.per_call == 15
-    logged = [r.getMessage().split(":")[0] for r in caplog.records]
+    logged = [
+        r.getMessage().split(":")[0]
+        for r in caplog.records
+        if r.name == "keras_slim"
+    ]
     assert logged == [f"global step {s}" for s in (15, 30, 45, 60)]
 
 
@@ -167,3 +171,25 @@ def test_fit_takes_keras_positional_arguments():
     assert len(history.history["loss"]) == 2
     # 64 examples in batches of 16: 4 steps per epoch, all in one call.
     assert seen.per_call == 4 and seen.steps == [4, 8]
+
+
+def test_a_second_fit_keeps_the_logging_steps(caplog):
+    _, _, data = common.full_batch()
+    model = auto_model()
+    model.fit(data, steps_per_epoch=6, verbose=0)
+    seen = SeenSteps()
+    with caplog.at_level("INFO", logger="keras_slim"):
+        model.fit(
+            data,
+            steps_per_epoch=40,
+            verbose=0,
+            callbacks=[LogEveryNSteps(8), seen],
+        )
+    # From step 6: calls of gcd(6, 8, 40) = 2 steps, so 8, 16, ... are ends.
+    assert seen.per_call == 2
+    logged = [
+        r.getMessage().split(":")[0]
+        for r in caplog.records
+        if r.name == "keras_slim"
+    ]
+    assert logged == [f"global step {s}" for s in (8, 16, 24, 32, 40)]
