@@ -15,6 +15,9 @@ ClusterCoordinator`:
 - `assign_add` is atomic in those steps: Keras 3's `Variable.assign_add`
   is `assign(self + value)`, which concurrent workers interleave, losing
   global-step and metric updates (320 scheduled steps counted as 216-224);
+- a lost worker's scheduled call runs again on another worker (TF's
+  coordinator runs closures at least once), so steps the dead worker had
+  already applied count twice: at most `steps_per_execution` per loss;
 - callbacks run on the coordinator; one that reads the global step or the
   loss first waits for the steps in flight (`keras_slim.callbacks._steps.
   settle`); `history` holds the metrics read after each epoch's `join`.

@@ -99,7 +99,10 @@ def test_a_lost_worker_does_not_stop_training(tmp_path):
         "4",
     )
     assert "error" not in result
-    assert result["iterations"] == 320
+    # The coordinator runs a lost worker's scheduled call again elsewhere
+    # (at least once, as TF documents): steps the dead worker had already
+    # applied count twice, at most one call's worth (4 steps).
+    assert 320 <= result["iterations"] <= 320 + 4
     assert result["history"]["loss"][1] < result["history"]["loss"][0]
 
 
