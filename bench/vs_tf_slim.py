@@ -134,8 +134,9 @@ def raw_loop(name, data, logdir):
     return TIMED / (time.perf_counter() - start)
 
 
-def slim_model_fit(name, data, logdir):
-    services = [
+def services(logdir):
+    """keras_slim's training services at their default intervals."""
+    return [
         callbacks.StopAtStep(num_steps=WARMUP + TIMED),
         callbacks.LogEveryNSteps(),
         callbacks.NanLossGuard(),
@@ -143,7 +144,10 @@ def slim_model_fit(name, data, logdir):
         callbacks.Summaries(logdir),
         callbacks.Trace(logdir),
     ]
-    return time_fit(model(name, True), data, services)
+
+
+def slim_model_fit(name, data, logdir):
+    return time_fit(model(name, True), data, services(logdir))
 
 
 def slim_model_fit_spe(name, data, logdir):
@@ -154,15 +158,7 @@ def slim_model_fit_spe(name, data, logdir):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         steps_per_execution=30,
     )
-    services = [
-        callbacks.StopAtStep(num_steps=WARMUP + TIMED),
-        callbacks.LogEveryNSteps(),
-        callbacks.NanLossGuard(),
-        callbacks.Checkpoints(logdir),
-        callbacks.Summaries(logdir),
-        callbacks.Trace(logdir),
-    ]
-    return time_fit(m, data, services)
+    return time_fit(m, data, services(logdir))
 
 
 def slim_train(name, data, logdir):

@@ -29,6 +29,7 @@ tests/test_keras_internals.py): `Trainer._symbolic_build`,
 """
 
 import contextlib
+import inspect
 import weakref
 
 import keras
@@ -91,11 +92,7 @@ def atomic_updates():
 def _per_worker_dataset(x, batch_size, strategy):
     """What `create_per_worker_dataset` takes, and one batch for building."""
     if isinstance(x, tf.data.Dataset):
-        if batch_size is not None:
-            raise ValueError(
-                "`batch_size` is only for array data; a tf.data.Dataset is "
-                f"already batched. Received: batch_size={batch_size!r}"
-            )
+        _validation.no_batch_size_for_dataset(batch_size)
         return x, next(iter(x))
     if callable(x):
         sample = x(tf.distribute.InputContext())
@@ -130,11 +127,18 @@ def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
             "`validation_data` is not supported under "
             "ParameterServerStrategy; evaluate the model after `fit`."
         )
-    # `shuffle` means nothing for a dataset (Keras ignores it too).
+    # Arguments left at Keras's defaults are fine; so is `shuffle`, which
+    # means nothing for a dataset (Keras ignores it too).
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(
+            keras.Model.fit
+        ).parameters.items()
+    }
     unsupported = {
         k: v
         for k, v in kwargs.items()
-        if k != "shuffle" and v is not None and v is not False and v != 0
+        if k != "shuffle" and (k not in defaults or v != defaults[k])
     }
     if unsupported:
         raise ValueError(

@@ -57,3 +57,12 @@ def path(name, value):
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         raise invalid(name, value, "a non-empty path")
     return os.fspath(value)
+
+
+def no_batch_size_for_dataset(batch_size):
+    """Raises unless `batch_size` is None: a tf.data.Dataset is batched."""
+    if batch_size is not None:
+        raise ValueError(
+            "`batch_size` is only for array data; a tf.data.Dataset is "
+            f"already batched. Received: batch_size={batch_size!r}"
+        )

@@ -273,8 +273,11 @@ def _wait_all(command, processes, timeout):
     for thread in threads:
         thread.start()
     deadline = None if timeout is None else time.monotonic() + timeout
-    while any(p.poll() is None for p in processes):
-        failed = any(p.returncode not in (None, 0) for p in processes)
+    while True:
+        codes = [p.poll() for p in processes]  # every one, each round
+        if all(code is not None for code in codes):
+            break
+        failed = any(code not in (None, 0) for code in codes)
         late = deadline is not None and time.monotonic() > deadline
         if failed or late:
             for p in processes:

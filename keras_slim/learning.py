@@ -146,11 +146,7 @@ def _warm_start(value):
 
 def _dataset(data, batch_size, repeat):
     if isinstance(data, tf.data.Dataset):
-        if batch_size is not None:
-            raise ValueError(
-                "`batch_size` is only for array data; a tf.data.Dataset is "
-                f"already batched. Received: batch_size={batch_size!r}"
-            )
+        _validation.no_batch_size_for_dataset(batch_size)
         return data
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise _validation.invalid(

@@ -25,6 +25,19 @@ import os
 import re
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import keras_slim  # noqa: E402
+from keras_slim import _checkpoint_readers  # noqa: E402
+from keras_slim import _configure  # noqa: E402
+from keras_slim import _digits  # noqa: E402
+from keras_slim.callbacks import WarmStart  # noqa: E402
+from keras_slim.callbacks._files import check_writable  # noqa: E402
+from keras_slim.callbacks._steps import StepCallback  # noqa: E402
+
 _LOG = logging.getLogger("keras_slim")
 
 
@@ -114,8 +127,6 @@ def _labels(text):
 
 def parser():
     """The argument parser, with TF-Slim's flag names and defaults."""
-    from keras_slim import _configure
-
     p = argparse.ArgumentParser(
         prog="keras-slim-train",
         description=__doc__.split("\n\n")[0],
@@ -182,8 +193,6 @@ def _task_from_tf_config():
 
 def _check(p, flags):
     """Checks across flags, and paths, before TensorFlow starts."""
-    from keras_slim import _checkpoint_readers
-
     if flags.task is None:
         flags.task = 0 if flags.num_ps_tasks else _task_from_tf_config()
 
@@ -204,8 +213,6 @@ def _check(p, flags):
         except (FileNotFoundError, ValueError) as error:
             p.error(f"argument --checkpoint_path: {error}")
     try:
-        from keras_slim.callbacks._files import check_writable
-
         check_writable(
             "train_dir", flags.train_dir, what="checkpoints", create=True
         )
@@ -214,8 +221,6 @@ def _check(p, flags):
 
 
 def _deployment(flags):
-    import keras_slim
-
     return keras_slim.DeploymentConfig(
         num_clones=flags.num_clones,
         clone_on_cpu=flags.clone_on_cpu,
@@ -226,8 +231,6 @@ def _deployment(flags):
 
 
 def _policy(flags):
-    import keras_slim
-
     def prefixes(scopes):
         # slim's scopes are prefixes of variable names.
         return [f"{scope}.*" for scope in scopes]
@@ -243,12 +246,6 @@ def _policy(flags):
 
 
 def _build(flags, num_samples, num_classes):
-    import keras
-
-    import keras_slim
-    from keras_slim import _configure
-    from keras_slim import _digits
-
     keras.utils.set_random_seed(0)
     inputs = keras.Input((8, 8, 1), name="images")
     logits = _digits.network(num_classes, flags.weight_decay)(inputs)
@@ -278,25 +275,21 @@ def _build(flags, num_samples, num_classes):
     return model
 
 
-class _Progress:
+class _Progress(StepCallback):
     """Keras's progress bar over global steps, for a terminal."""
 
-    def __new__(cls, target):
-        import keras
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
 
-        from keras_slim.callbacks._steps import StepCallback
+    def on_first_batch(self, step):
+        self.bar = keras.utils.Progbar(self.target, unit_name="step")
+        self.bar.update(step)
 
-        class Progress(StepCallback):
-            def on_first_batch(self, step):
-                self.bar = keras.utils.Progbar(target, unit_name="step")
-                self.bar.update(step)
-
-            def on_train_batch_end(self, batch, logs=None):
-                super().on_train_batch_end(batch, logs)
-                values = [("loss", logs["loss"])] if logs else None
-                self.bar.update(self.counter.step, values=values)
-
-        return Progress()
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        values = [("loss", logs["loss"])] if logs else None
+        self.bar.update(self.counter.step, values=values)
 
 
 def _configure_logging():
@@ -308,8 +301,6 @@ def _configure_logging():
 
 
 def _evaluate(model, flags, test):
-    import numpy as np
-
     x, y = test
     if flags.moving_average_decay:
         model.optimizer.finalize_variable_values(model.trainable_variables)
@@ -321,10 +312,6 @@ def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
     strategy = config.strategy()  # before anything uses TensorFlow's devices
-
-    import keras_slim
-    from keras_slim import _digits
-    from keras_slim.callbacks import WarmStart
 
     _LOG.info("%s", config.describe())
     labels = flags.labels or list(range(10))
@@ -375,7 +362,6 @@ def run(flags):
 
 def main(argv=None):
     """The console script `keras-slim-train`."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     p = parser()
     flags = p.parse_args(argv)
     _check(p, flags)

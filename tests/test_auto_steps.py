@@ -30,6 +30,15 @@ class SeenSteps(StepCallback):
         self.steps.append(self.counter.step)
 
 
+def logged_steps(caplog):
+    """The `global step N` prefixes keras_slim logged."""
+    return [
+        r.getMessage().split(":")[0]
+        for r in caplog.records
+        if r.name == "keras_slim"
+    ]
+
+
 def auto_model():
     model = mlp()
     model.compile(
@@ -130,12 +139,9 @@ def test_logging_steps_stay_exact(tmp_path, caplog):
             callbacks=[LogEveryNSteps(15), seen],
         )
     assert seen.per_call == 15
-    logged = [
-        r.getMessage().split(":")[0]
-        for r in caplog.records
-        if r.name == "keras_slim"
+    assert logged_steps(caplog) == [
+        f"global step {s}" for s in (15, 30, 45, 60)
     ]
-    assert logged == [f"global step {s}" for s in (15, 30, 45, 60)]
 
 
 def test_resume_stops_exactly_at_the_last_step(tmp_path):
@@ -187,9 +193,6 @@ def test_a_second_fit_keeps_the_logging_steps(caplog):
         )
     # From step 6: calls of gcd(6, 8, 40) = 2 steps, so 8, 16, ... are ends.
     assert seen.per_call == 2
-    logged = [
-        r.getMessage().split(":")[0]
-        for r in caplog.records
-        if r.name == "keras_slim"
+    assert logged_steps(caplog) == [
+        f"global step {s}" for s in (8, 16, 24, 32, 40)
     ]
-    assert logged == [f"global step {s}" for s in (8, 16, 24, 32, 40)]

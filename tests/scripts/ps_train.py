@@ -108,6 +108,9 @@ with LocalCluster(workers=2, ps=2) as cluster:
                 epochs=args.epochs,
                 steps_per_epoch=args.steps,
                 verbose=0,
+                # Left at Keras's defaults: accepted under parameter servers.
+                validation_freq=1,
+                shuffle=True,
                 callbacks=[
                     saver,
                     callbacks.LogEveryNSteps(50),
