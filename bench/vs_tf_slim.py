@@ -13,18 +13,25 @@ warm-up steps. Variants:
   (`LogEveryNSteps`, `NanLossGuard`, `Checkpoints`, `Summaries`, `Trace`,
   `StopAtStep`), no tuning;
 - keras_slim.train: the same model, `keras_slim.train` with its defaults
-  (TF-Slim's: a log line every step);
-- SlimModel.fit spe=30: as SlimModel.fit, tuned by hand with
-  `steps_per_execution=30`: the headroom an automatic choice would give;
+  (TF-Slim's: a log line every step, summaries and checkpoints every
+  600 s);
 - TF-Slim: tf_slim 1.1.0 in graph mode, `create_train_op` with the same
   policy, `session.run(train_op)` in a loop, in its own process (tf_slim
   needs `ops.Tensor` / `ops.IndexedSlices` restored on TF 2.21; that shim
-  lives in tests/tf_slim_peer.py and is used only here and in the tests).
+  lives in tests/tf_slim_peer.py and is used only here and in the tests);
+- slim.learning.train: the same train op run by TF-Slim's own
+  `slim.learning.train` with its defaults, INFO lines written: the peer of
+  `keras_slim.train` doing the same work.
 
-Rounds alternate the in-process variants and the TF-Slim process; the
-table gives medians over rounds and the ratio of keras_slim's medians to
+Log lines are formatted and written (to /dev/null here, to a pipe for
+TF-Slim), as with a user's INFO handler. Steps are timed from the end of
+the 30th to the end of the 330th; what runs when training ends (the final
+checkpoint of both `train`s) is not a step and is left out.
+
+Rounds alternate the in-process variants and the TF-Slim processes; the
+table gives medians over rounds and the ratios of keras_slim's medians to
 TF-Slim's. Target (issue 8): SlimModel.fit and keras_slim.train >= 1.0x
-TF-Slim on both models.
+TF-Slim graph mode on both models.
 
 Run: `python bench/vs_tf_slim.py [--rounds 5]`.
 """
@@ -71,8 +78,8 @@ class Timer(StepCallback):
         if batch + 1 >= WARMUP and not hasattr(self, "start"):
             self.start = time.perf_counter()
             self.start_batch = batch
-
-    def on_train_end(self, logs=None):
+        # The end of the last batch: what ends training (the final
+        # checkpoint of `train`) is not a step.
         self.end = time.perf_counter()
 
 
@@ -150,17 +157,6 @@ def slim_model_fit(name, data, logdir):
     return time_fit(model(name, True), data, services(logdir))
 
 
-def slim_model_fit_spe(name, data, logdir):
-    """SlimModel.fit with the services, tuned: steps_per_execution=30."""
-    m = model(name, True)
-    m.compile(
-        optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        steps_per_execution=30,
-    )
-    return time_fit(m, data, services(logdir))
-
-
 def slim_train(name, data, logdir):
     timer = Timer()
     keras_slim.train(
@@ -174,7 +170,7 @@ def slim_train(name, data, logdir):
 
 
 TF_SLIM = """
-name = {name!r}
+name, mode, logdir = {name!r}, {mode!r}, {logdir!r}
 warmup, timed, batch = {warmup}, {timed}, {batch}
 import time
 rng = np.random.default_rng(0)
@@ -210,20 +206,46 @@ with tf.Graph().as_default():
         clip_gradient_norm=1.0,
         check_numerics=True,
     )
-    with tf1.Session() as session:
-        session.run(tf1.global_variables_initializer())
-        for _ in range(warmup):
-            session.run(train_op)
-        start = time.perf_counter()
-        for _ in range(timed):
-            session.run(train_op)
-        rate = timed / (time.perf_counter() - start)
+    if mode == "session":
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            for _ in range(warmup):
+                session.run(train_op)
+            start = time.perf_counter()
+            for _ in range(timed):
+                session.run(train_op)
+            rate = timed / (time.perf_counter() - start)
+    else:
+        # slim.learning.train with its defaults (a line every step,
+        # summaries and checkpoints every 600 s), lines written to stderr.
+        tf1.logging.set_verbosity(tf1.logging.INFO)
+        ends = []
+
+        def train_step(*args):
+            result = slim.learning.train_step(*args)
+            ends.append(time.perf_counter())
+            return result
+
+        slim.learning.train(
+            train_op,
+            logdir,
+            train_step_fn=train_step,
+            number_of_steps=warmup + timed,
+        )
+        rate = timed / (ends[warmup + timed - 1] - ends[warmup - 1])
 print(json.dumps({{"steps_per_sec": rate}}))
 """
 
 
-def tf_slim(name):
-    code = TF_SLIM.format(name=name, warmup=WARMUP, timed=TIMED, batch=BATCH)
+def tf_slim(name, mode="session", logdir=None):
+    code = TF_SLIM.format(
+        name=name,
+        mode=mode,
+        logdir=logdir,
+        warmup=WARMUP,
+        timed=TIMED,
+        batch=BATCH,
+    )
     return tf_slim_peer.run(code, timeout=600)["steps_per_sec"]
 
 
@@ -232,7 +254,6 @@ VARIANTS = {
     "raw loop": raw_loop,
     "SlimModel.fit": slim_model_fit,
     "keras_slim.train": slim_train,
-    "SlimModel.fit spe=30": slim_model_fit_spe,
 }
 
 
@@ -252,28 +273,36 @@ def main(argv=None):
         f"{BATCH}; medians of {args.rounds} rounds"
     )
     print()
+    peers = ["TF-Slim", "slim.learning.train"]
     print(
         "| model | "
-        + " | ".join(VARIANTS)
-        + " | TF-Slim | SlimModel.fit / TF-Slim | train / TF-Slim |"
+        + " | ".join([*VARIANTS, *peers])
+        + " | SlimModel.fit / TF-Slim | train / TF-Slim"
+        + " | train / slim.learning.train |"
     )
-    print("|---" * (len(VARIANTS) + 4) + "|")
+    print("|---" * (len(VARIANTS) + len(peers) + 4) + "|")
     for name in _common.MODELS:
         input_shape = _common.MODELS[name][0]
         data = _common.dataset(input_shape)
-        results = {v: [] for v in [*VARIANTS, "TF-Slim"]}
+        results = {v: [] for v in [*VARIANTS, *peers]}
         for _ in range(args.rounds):
             for variant, function in VARIANTS.items():
                 with tempfile.TemporaryDirectory(dir=shm) as logdir:
                     results[variant].append(function(name, data, logdir))
                 keras.backend.clear_session()
             results["TF-Slim"].append(tf_slim(name))
+            with tempfile.TemporaryDirectory(dir=shm) as logdir:
+                results["slim.learning.train"].append(
+                    tf_slim(name, "train", logdir)
+                )
         m = {v: statistics.median(r) for v, r in results.items()}
-        cells = " | ".join(f"{m[v]:.1f}" for v in [*VARIANTS, "TF-Slim"])
+        cells = " | ".join(f"{m[v]:.1f}" for v in [*VARIANTS, *peers])
         print(
             f"| {name} | {cells} | "
             f"{m['SlimModel.fit'] / m['TF-Slim']:.3f} | "
-            f"{m['keras_slim.train'] / m['TF-Slim']:.3f} |"
+            f"{m['keras_slim.train'] / m['TF-Slim']:.3f} | "
+            f"{m['keras_slim.train'] / m['slim.learning.train']:.3f} |",
+            flush=True,
         )
 
 

@@ -44,12 +44,18 @@ def acts_on_batches(callback):
     return False
 
 
+_UNKNOWN = "unknown"
+
+
 def _epoch_length(x, kwargs):
+    """The epoch's steps; `None` if endless, `_UNKNOWN` if not known."""
     if kwargs.get("steps_per_epoch"):
         return int(kwargs["steps_per_epoch"])
     if isinstance(x, tf.data.Dataset):
         cardinality = int(x.cardinality().numpy())
-        return cardinality if cardinality > 0 else None
+        if cardinality == tf.data.INFINITE_CARDINALITY:
+            return None  # ended by a callback (StopAtStep), not by data
+        return cardinality if cardinality > 0 else _UNKNOWN
     if isinstance(x, np.ndarray):
         batch_size = kwargs.get("batch_size") or 32
         return math.ceil(len(x) / batch_size)
@@ -89,9 +95,8 @@ def choose(model, x, kwargs, step_callback_type):
         elif acts_on_batches(callback):
             return 1
     length = _epoch_length(x, kwargs)
-    if length is None and not kwargs.get("steps_per_epoch"):
-        if isinstance(x, tf.data.Dataset):
-            return 1  # unknown length: end of data must end a call exactly
+    if length is _UNKNOWN:
+        return 1  # the end of the data must end a call exactly
     if length is not None:
         constraints.append(length)
     common = 0

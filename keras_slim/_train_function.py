@@ -15,6 +15,16 @@ scalar metric results with `strategy.reduce("MEAN", v, axis=0)`, which
 fails on a scalar ('Invalid reduction dimension 0 for input with 0
 dimensions', tensorflow#72388). Here scalars are reduced with `axis=None`.
 
+Each step's loss, from a multi-step call: TF-Slim logged and returned the
+loss of single steps, but a call of several steps gives Keras only the
+last step's logs, which hold the epoch's running mean. So the loop reads
+the loss tracker's `total` and `count` (the `Mean` named "loss") before
+the first step and after each one, in the graph, and the call leaves them
+in `model._keras_slim_step_records`, a `(steps + 1, 2)` tensor: the
+difference of two rows is one step's loss sum and batch size. They reach
+the host only when a callback reads them (`callbacks._steps.StepLoss`),
+so logging every step no longer needs one step per call.
+
 Private Keras internals used here (pinned by `keras==3.15.*`, checked by
 tests/test_keras_internals.py): `keras.src.backend.tensorflow.trainer.
 reduce_per_replica`, `TensorFlowTrainer._autoconvert_optionals`.
@@ -45,8 +55,28 @@ def reduce_step_outputs(outputs, strategy):
     return tree.map_structure(mean, outputs)
 
 
+def _tracker_state(model):
+    """The loss tracker's `[total, count]`, as a float32 vector."""
+    tracker = model._loss_tracker
+    return tf.cast(
+        tf.stack(
+            [
+                tf.convert_to_tensor(tracker.total),
+                tf.convert_to_tensor(tracker.count),
+            ]
+        ),
+        tf.float32,
+    )
+
+
 def make_multi_step_function(model, step_function, keras_function):
     """Returns a train function running `model.steps_per_execution` steps.
+
+    A call also leaves each step's loss-tracker state in
+    `model._keras_slim_step_records` (see the module docstring), or `None`
+    where it is not recorded: under `MultiWorkerMirroredStrategy` (reading
+    the tracker there is a collective), for iterators that are not
+    `tf.data` ones, and for models without a loss tracker.
 
     Args:
         model: The Keras model (TensorFlow trainer).
@@ -61,6 +91,7 @@ def make_multi_step_function(model, step_function, keras_function):
         the end of the epoch.
     """
     strategy = model.distribute_strategy
+    record = not is_multi_worker(strategy)
 
     @tf.autograph.experimental.do_not_convert
     def one_step_on_data(data):
@@ -75,29 +106,42 @@ def make_multi_step_function(model, step_function, keras_function):
     @tf.autograph.experimental.do_not_convert
     def multi_step_on_iterator(iterator):
         steps = model.steps_per_execution
+        recording = record and getattr(model, "_loss_tracker", None) is not None
+        records = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        if recording:
+            records = records.write(0, _tracker_state(model))
         outputs = one_step_on_data(iterator.get_next())
-        if steps == 1:
-            return outputs
+        if recording:
+            records = records.write(1, _tracker_state(model))
+        if steps > 1:
 
-        def more(step, outputs, next_data):
-            return tf.logical_and(step < steps, next_data.has_value())
+            def more(step, outputs, next_data, records):
+                return tf.logical_and(step < steps, next_data.has_value())
 
-        def body(step, outputs, next_data):
-            outputs = one_step_on_data(next_data.get_value())
-            # Fetch ahead only if another step will run, so no batch is lost.
-            next_data = tf.cond(
-                step + 1 < steps,
-                iterator.get_next_as_optional,
-                lambda: next_data,
+            def body(step, outputs, next_data, records):
+                outputs = one_step_on_data(next_data.get_value())
+                if recording:
+                    records = records.write(step + 1, _tracker_state(model))
+                # Fetch ahead only if another step will run, so no batch
+                # is lost.
+                next_data = tf.cond(
+                    step + 1 < steps,
+                    iterator.get_next_as_optional,
+                    lambda: next_data,
+                )
+                return step + 1, outputs, next_data, records
+
+            _, outputs, _, records = tf.while_loop(
+                more,
+                body,
+                (
+                    tf.constant(1),
+                    outputs,
+                    iterator.get_next_as_optional(),
+                    records,
+                ),
             )
-            return step + 1, outputs, next_data
-
-        _, outputs, _ = tf.while_loop(
-            more,
-            body,
-            (tf.constant(1), outputs, iterator.get_next_as_optional()),
-        )
-        return outputs
+        return outputs, records.stack() if recording else None
 
     multi_step_on_iterator = tf.function(
         multi_step_on_iterator, reduce_retracing=True
@@ -107,7 +151,10 @@ def make_multi_step_function(model, step_function, keras_function):
         if isinstance(
             iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
         ):
-            return multi_step_on_iterator(iterator)
+            outputs, records = multi_step_on_iterator(iterator)
+            model._keras_slim_step_records = records
+            return outputs
+        model._keras_slim_step_records = None
         return keras_function(iterator)
 
     return function

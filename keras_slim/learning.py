@@ -28,6 +28,7 @@ from keras_slim.callbacks import WarmStart
 from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks._steps import global_step
+from keras_slim.callbacks._steps import records_step_losses
 
 __all__ = ["train"]
 
@@ -55,8 +56,9 @@ class _LastStepLoss(StepCallback):
         self.loss = None
 
     def step_multiples(self, model):
-        # The loss of the last step, not of the last call's steps.
-        return [1]
+        # The loss of the last step, not of the last call's steps: a model
+        # that records each step's loss gives it at any steps per call.
+        return [] if records_step_losses(model) else [1]
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)

@@ -104,6 +104,9 @@ class SlimModel(keras.Model):
     ```
     """
 
+    # Multi-step calls record each step's loss (`_train_function`).
+    _keras_slim_records_steps = True
+
     def __new__(cls, *args, **kwargs):
         if functional_init_arguments(args, kwargs):
             if cls is SlimModel:
@@ -216,6 +219,8 @@ class SlimModel(keras.Model):
         if args:
             names = list(inspect.signature(keras.Model.fit).parameters)[3:]
             kwargs.update(zip(names, args))
+        # Set by each multi-step call; none left from an earlier fit.
+        self._keras_slim_step_records = None
         if not _parameter_server.is_parameter_server(self.distribute_strategy):
             if not getattr(self, "_keras_slim_auto_steps", False):
                 return super().fit(x, y, **kwargs)

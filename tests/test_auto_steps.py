@@ -62,8 +62,16 @@ def test_default_services_leave_room(tmp_path):
         Summaries(tmp_path),
         Trace(tmp_path),
     ]
-    # Every 100th step logged, 330 steps: calls of gcd(100, 330) = 10.
-    assert choose(services) == 10
+    # Log lines need no call boundary (a SlimModel records each step's
+    # loss): 330 = 2 * 3 * 5 * 11 steps -> calls of 30.
+    assert choose(services) == 30
+
+
+def test_logging_constrains_only_models_without_step_records():
+    assert LogEveryNSteps(100).step_multiples(auto_model()) == []
+    assert choose([LogEveryNSteps(1)]) == 30
+    keras_model = compile_model(mlp(cls=keras.Model))
+    assert LogEveryNSteps(100).step_multiples(keras_model) == [100]
 
 
 def test_no_constraint_uses_the_most():
@@ -78,9 +86,8 @@ def test_no_constraint_uses_the_most():
             on_train_batch_end=lambda batch, logs: None
         ),
         keras.callbacks.TensorBoard("/tmp/unused"),
-        LogEveryNSteps(1),
     ],
-    ids=["lambda", "tensorboard", "log every step"],
+    ids=["lambda", "tensorboard"],
 )
 def test_callbacks_that_need_each_step(callback):
     assert choose([callback]) == 1
@@ -90,6 +97,17 @@ def test_nan_guard_needs_each_step_only_without_the_in_graph_check():
     assert NanLossGuard().step_multiples(auto_model()) == []
     keras_model = compile_model(mlp(cls=keras.Model))
     assert NanLossGuard().step_multiples(keras_model) == [1]
+
+
+def test_endless_and_unknown_length_data():
+    _, _, endless = common.full_batch()
+    stop = StopAtStep(num_steps=330)
+    # Endless data is ended by a callback: no constraint of its own.
+    assert choose([stop], steps=None, x=endless) == 30
+    # Unknown length: the end of the data must end a call.
+    unknown = endless.take(100).filter(lambda x, y: True)
+    assert choose([stop], steps=None, x=unknown) == 1
+    assert choose([stop], steps=None, x=endless.take(100)) == 10
 
 
 def test_epoch_level_callbacks_allow_it():
@@ -138,7 +156,8 @@ def test_logging_steps_stay_exact(tmp_path, caplog):
             verbose=0,
             callbacks=[LogEveryNSteps(15), seen],
         )
-    assert seen.per_call == 15
+    # Calls of 30 steps; steps 15 and 45 fall inside calls.
+    assert seen.per_call == 30
     assert logged_steps(caplog) == [
         f"global step {s}" for s in (15, 30, 45, 60)
     ]

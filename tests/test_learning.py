@@ -71,6 +71,33 @@ def test_returns_the_loss_of_the_last_step_not_the_mean():
     assert loss == pytest.approx(expected, abs=1e-6)
 
 
+def test_logs_every_step_from_calls_of_several_steps(caplog):
+    # TF-Slim's defaults (a line every step, the last step's loss) no
+    # longer need one step per call: a SlimModel records each step's loss.
+    x, y = slim_data()
+    per_call = []
+    spy = keras.callbacks.LambdaCallback(
+        on_train_begin=lambda logs: per_call.append(model.steps_per_execution)
+    )
+    spy.step_multiples = lambda model: []  # a keras_slim-aware callback
+    model = logistic_classifier()
+    with caplog.at_level("INFO", logger="keras_slim"):
+        loss = keras_slim.train(
+            model, dataset(), logdir=None, number_of_steps=12, callbacks=[spy]
+        )
+    assert per_call == [12]
+    lines = [r.getMessage() for r in caplog.records if r.name == "keras_slim"]
+    assert [line.split(":")[0] for line in lines] == [
+        f"global step {s}" for s in range(1, 13)
+    ]
+    reference = logistic_classifier()
+    for s in range(1, 13):
+        expected = float(reference.compute_loss(x, y, reference(x)).numpy())
+        assert f"loss = {expected:.4f}" in lines[s - 1]
+        keras_slim.train(reference, dataset(), logdir=None, number_of_steps=s)
+    assert loss == pytest.approx(expected, abs=1e-6)
+
+
 def test_resume_train_achieves_roughly_the_same_loss(tmp_path):
     for number_of_steps in (300, 301, 305):
         model = logistic_classifier()

@@ -11,7 +11,12 @@ and returned the loss of one step. `StepLoss` gets it from the model's loss
 tracker (the `Mean` metric named `"loss"`, which the built-in train step
 and `SlimModel` update with the batch's loss weighted by its size): its
 `total` and `count` read before and after a step give that step's loss
-and batch size. Both are read only around the steps that need them.
+and batch size. Both are read only around the steps that need them. A
+`SlimModel` running several steps per call records the tracker after each
+step in the graph (`_train_function`), so `StepLoss` gets the loss of each
+step of a call, read once when the call ends, and the callbacks that want
+single steps' losses need not run one step per call
+(`records_step_losses`).
 
 Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
 host is an all-reduce across the workers, which every worker would have to
@@ -155,6 +160,17 @@ class StepCallback(keras.callbacks.Callback):
         return steps_in_batch(self._batch_begin, batch)
 
 
+def records_step_losses(model):
+    """Whether `model`'s multi-step calls record each step's loss.
+
+    True for a `SlimModel` (outside `MultiWorkerMirroredStrategy`, where
+    its steps per call stay 1 when left to it): a callback reading the
+    loss of single steps through `StepLoss` then leaves the steps per call
+    free (`step_multiples`).
+    """
+    return bool(getattr(model, "_keras_slim_records_steps", False))
+
+
 def _loss_tracker(model):
     for metric in getattr(model, "metrics", []):
         if metric.name == "loss" and hasattr(metric, "total"):
@@ -170,6 +186,12 @@ class StepLoss:
             through a `Mean` metric named `"loss"` (the built-in train step
             and `SlimModel` do).
 
+    Where the train function records each step (a `SlimModel` running
+    several steps per call), `since_mark` gives the loss of the batch's last
+    step and `per_step` that of each step, and `mark` reads nothing once a
+    call has shown the records; elsewhere `since_mark` gives the mean over
+    the batch's steps, from the tracker read at `mark` and at the end.
+
     Example:
     ```python
     step_loss = StepLoss(model)
@@ -179,10 +201,13 @@ class StepLoss:
     ```
     """
 
+    _RECORDED = "recorded"
+
     def __init__(self, model):
         self._model = model
         self._tracker = _loss_tracker(model)
         self._mark = None
+        self._recorded = False
         strategy = model.distribute_strategy
         self._local = strategy if is_multi_worker(strategy) else None
 
@@ -206,26 +231,62 @@ class StepLoss:
 
     def mark(self):
         """Reads the tracker before the steps whose loss is wanted."""
-        self._mark = self._read() if self.available else None
+        if not self.available:
+            self._mark = None
+        elif self._recorded:
+            self._mark = self._RECORDED  # the call's records will tell
+        else:
+            self._mark = self._read()
 
     @property
     def marked(self):
         """Whether `mark()` was called since the last `since_mark()`."""
         return self._mark is not None
 
+    def per_step(self):
+        """Each step's `(loss, examples)` of the last call, where recorded.
+
+        Clears the mark, as `since_mark` does.
+
+        Returns:
+            A list with one `(loss, examples)` per step the call ran, in
+            order (`(None, 0)` for a step a `SlimModel` skipped for a
+            non-finite loss, which counts no example), or `None` when the
+            train function does not record steps.
+        """
+        records = getattr(self._model, "_keras_slim_step_records", None)
+        self._recorded = records is not None
+        if records is None:
+            return None
+        self._mark = None
+        totals = np.diff(np.asarray(records, dtype=np.float64), axis=0)
+        return [
+            (float(total / count), float(count)) if count > 0 else (None, 0)
+            for total, count in totals
+        ]
+
     def since_mark(self):
         """Returns `(loss, examples)` of the steps since `mark()`.
 
         Returns:
-            The mean loss of those steps, weighted by batch size as Keras
-            weights it, and the number of examples they saw; `(None, None)`
-            when nothing was marked or no example was seen.
+            Where the train function records each step, the loss and batch
+            size of the last step it ran; elsewhere the mean loss of the
+            steps since `mark()`, weighted by batch size as Keras weights
+            it, and the number of examples they saw. `(None, None)` when
+            nothing was marked or no example was seen.
         """
         if self._mark is None:
             return None, None
-        total, count = self._read()
-        total0, count0 = self._mark
+        mark = self._mark
+        steps = self.per_step()
         self._mark = None
+        if steps is not None:
+            seen = [step for step in steps if step[0] is not None]
+            return seen[-1] if seen else (None, None)
+        if mark is self._RECORDED:
+            return None, None  # the call recorded nothing after all
+        total, count = self._read()
+        total0, count0 = mark
         examples = count - count0
         if examples <= 0:
             # Keras reset its metrics (a new epoch) after the mark.

@@ -7,6 +7,7 @@ from keras_slim import _validation
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
+from keras_slim.callbacks._steps import records_step_losses
 
 logger = logging.getLogger("keras_slim")
 
@@ -27,9 +28,15 @@ class LogEveryNSteps(StepCallback):
     examples/sec part appears when the model reports its loss through a
     loss tracker (the built-in train step and `SlimModel` do), which also
     counts the batch's examples. `sec/step` is the wall time since the last
-    line, divided by the steps run since. With `steps_per_execution > 1`,
-    a line is logged at the first execution boundary at or past each
-    multiple of n, and its loss is the mean over that execution's steps.
+    line, divided by the steps run since.
+
+    With several steps per call of the train function: a `SlimModel`
+    records each step's loss in the graph, so every multiple of n gets its
+    line with the loss of that step, logged when the call ends (the lines
+    of one call share its `sec/step`), and `steps_per_execution="auto"`
+    needs no call to end on those steps. Other models log at the first
+    call boundary at or past each multiple of n, with the mean loss over
+    that call's steps.
     Python's `logging` drops INFO lines unless configured, e.g.
     `logging.basicConfig(level=logging.INFO)`.
 
@@ -69,25 +76,59 @@ class LogEveryNSteps(StepCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        if not self._trigger(self.counter.step):
+        if not self._trigger.would_fire(self.counter.step):
             return
+        steps = self._loss.per_step()
+        if steps is not None:
+            self._log_each_step(steps)
+            return
+        self._trigger(self.counter.step)
         loss, examples = self._loss.since_mark()
         if loss is None:
             loss = (logs or {}).get("loss")
         if loss is None:
             return
         step = self.counter.sync()
+        sec_per_step = self._sec_per_step(step)
+        if examples:
+            examples /= self.steps_in_batch(batch)
+        self._log(step, loss, sec_per_step, examples)
+
+    def _log_each_step(self, steps):
+        """Logs the due steps of a call from its per-step losses."""
+        end = self.counter.sync()
+        # Steps skipped for a non-finite loss did not advance the step.
+        steps = [step for step in steps if step[0] is not None]
+        sec_per_step = self._sec_per_step(end)
+        for step, (loss, examples) in enumerate(steps, end - len(steps) + 1):
+            if self._trigger(step):
+                self._log(step, loss, sec_per_step, examples)
+
+    def _sec_per_step(self, step):
         now = self._clock()
         steps = max(step - self._last[0], 1)
         sec_per_step = (now - self._last[1]) / steps
         self._last = (step, now)
+        return sec_per_step
+
+    def _log(self, step, loss, sec_per_step, examples):
         line = "global step %d: loss = %.4f (%.3f sec/step)"
         args = [step, loss, sec_per_step]
         if examples and sec_per_step > 0:
-            per_step = examples / self.steps_in_batch(batch)
             line += ", %.1f examples/sec"
-            args.append(per_step / sec_per_step)
+            args.append(examples / sec_per_step)
         logger.info(line, *args)
 
     def step_multiples(self, model):
+        """The log interval, or any steps per call for a model recording
+        each step's loss (a `SlimModel`).
+
+        Args:
+            model: The model about to be fitted.
+
+        Returns:
+            `[every_n_steps]`, or `[]`.
+        """
+        if records_step_losses(model):
+            return []
         return [self.every_n_steps]

@@ -3,9 +3,12 @@
 import logging
 import re
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_slim.callbacks import LogEveryNSteps
+from keras_slim.callbacks import NanLossGuard
 from tests.callbacks import common
 
 LINE = re.compile(
@@ -25,10 +28,16 @@ def caplog_info(caplog):
     return caplog
 
 
-@pytest.mark.parametrize("kind", ["slim", "keras"])
-def test_logs_the_loss_of_the_step_at_multiples(kind, caplog_info):
+@pytest.mark.parametrize(
+    "kind, steps_per_execution", [("slim", 1), ("slim", 4), ("keras", 1)]
+)
+def test_logs_the_loss_of_the_step_at_multiples(
+    kind, steps_per_execution, caplog_info
+):
+    # With 4 steps per call, steps 5 and 10 fall inside calls: a SlimModel
+    # records each step's loss, so the lines are still those steps'.
     x, y, data = common.full_batch()
-    model = common.model(kind)
+    model = common.model(kind, steps_per_execution=steps_per_execution)
     common.fit(model, data, 12, [LogEveryNSteps(every_n_steps=5)])
     matches = logged(caplog_info)
     assert all(matches), [m for m in matches]
@@ -47,25 +56,69 @@ def test_logs_the_loss_of_the_step_at_multiples(kind, caplog_info):
     assert abs(float(matches[1].group(2)) - history_mean) > 1e-3
 
 
-def test_examples_per_sec_from_the_batch_size(caplog_info):
+@pytest.mark.parametrize("steps_per_execution", [1, 2])
+def test_examples_per_sec_from_the_batch_size(steps_per_execution, caplog_info):
     _, _, data = common.full_batch(n=64)
     times = iter(range(0, 1000, 1))
 
-    model = common.model()
+    model = common.model(steps_per_execution=steps_per_execution)
     callback = LogEveryNSteps(every_n_steps=2, clock=lambda: next(times))
     common.fit(model, data, 4, [callback])
     matches = logged(caplog_info)
     # The fake clock ticks 1 s per call: one call at the first batch, one
-    # per logged line.
+    # per logged line (per call of the train function with 2 steps).
     assert [m.group(3) for m in matches] == ["0.500", "0.500"]
     assert [m.group(4) for m in matches] == ["128.0", "128.0"]
 
 
-def test_steps_per_execution_logs_at_execution_boundaries(caplog_info):
+@pytest.mark.parametrize(
+    "kind, steps", [("keras", [12, 20]), ("slim", [10, 20])]
+)
+def test_steps_per_execution_logs_at_execution_boundaries(
+    kind, steps, caplog_info
+):
+    # Calls end at 4, 8, 12, ...: a keras.Model logs at the first boundary
+    # past each multiple, a SlimModel at the multiple itself.
     _, _, data = common.full_batch()
-    model = common.model(steps_per_execution=4)
+    model = common.model(kind, steps_per_execution=4)
     common.fit(model, data, 24, [LogEveryNSteps(every_n_steps=10)])
-    assert [int(m.group(1)) for m in logged(caplog_info)] == [12, 20]
+    assert [int(m.group(1)) for m in logged(caplog_info)] == steps
+
+
+def test_every_step_of_a_multi_step_call(caplog_info):
+    x, y, data = common.full_batch()
+    model = common.model(steps_per_execution=3)
+    common.fit(model, data, 6, [LogEveryNSteps(every_n_steps=1)])
+    matches = logged(caplog_info)
+    assert [int(m.group(1)) for m in matches] == list(range(1, 7))
+    reference = common.model()
+    for match in matches:
+        assert float(match.group(2)) == pytest.approx(
+            common.loss_on(reference, x, y), abs=1e-4
+        )
+        common.fit(reference, data, 1)
+
+
+def test_steps_skipped_for_a_nan_loss_do_not_count(caplog_info):
+    # fail=False: a SlimModel skips the NaN steps, which do not advance
+    # the global step; the lines number the steps that ran.
+    x, y, _ = common.full_batch()
+    bad = x.copy()
+    bad[0, 0] = float("nan")
+    batches = [x, x, bad, x, bad, x, x, x]
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.stack(batches), np.stack([y] * len(batches)))
+    )
+    model = common.model(steps_per_execution=4)
+    common.fit(
+        model,
+        data,
+        len(batches),
+        [LogEveryNSteps(every_n_steps=1), NanLossGuard(fail=False)],
+    )
+    lines = [m for m in logged(caplog_info) if m]
+    assert [int(m.group(1)) for m in lines] == list(range(1, 7))
+    assert common.step(model) == 6
 
 
 def test_a_resumed_run_logs_at_global_multiples(caplog_info):
@@ -76,10 +129,11 @@ def test_a_resumed_run_logs_at_global_multiples(caplog_info):
     assert [int(m.group(1)) for m in logged(caplog_info)] == [5, 10]
 
 
-def test_under_mirrored_strategy(mirrored, caplog_info):
+@pytest.mark.parametrize("steps_per_execution", [1, 3])
+def test_under_mirrored_strategy(steps_per_execution, mirrored, caplog_info):
     x, y, data = common.full_batch()
     with mirrored.scope():
-        model = common.model()
+        model = common.model(steps_per_execution=steps_per_execution)
     common.fit(model, data, 4, [LogEveryNSteps(every_n_steps=4)])
     reference = common.model()
     common.fit(reference, data, 3)

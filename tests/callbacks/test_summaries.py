@@ -33,9 +33,14 @@ def scalars_only(**kwargs):
     return Summaries(every_n_secs=None, every_n_steps=4, **kwargs)
 
 
-def test_scalar_tags_steps_and_the_loss_of_the_step(tmp_path):
+@pytest.mark.parametrize("steps_per_execution", [1, 2])
+def test_scalar_tags_steps_and_the_loss_of_the_step(
+    steps_per_execution, tmp_path
+):
+    # With 2 steps per call the loss of step 8 comes from the call's
+    # per-step records, not from the tracker read around the call.
     x, y, data = common.full_batch()
-    model = common.model()
+    model = common.model(steps_per_execution=steps_per_execution)
     common.fit(model, data, 10, [scalars_only(logdir=tmp_path)])
     events = read_events(tmp_path)
     assert set(events) == {
@@ -49,6 +54,10 @@ def test_scalar_tags_steps_and_the_loss_of_the_step(tmp_path):
     reference = common.model()
     common.fit(reference, data, 3)
     assert float(events["loss"][4]) == pytest.approx(
+        common.loss_on(reference, x, y), abs=1e-5
+    )
+    common.fit(reference, data, 4)
+    assert float(events["loss"][8]) == pytest.approx(
         common.loss_on(reference, x, y), abs=1e-5
     )
     assert float(events["learning_rate"][8]) == pytest.approx(0.01)
@@ -301,6 +310,10 @@ def test_under_mirrored_strategy_one_replica_writes(mirrored, tmp_path):
     reference = common.model()
     common.fit(reference, data, 3)
     assert float(events["loss"][4]) == pytest.approx(
+        common.loss_on(reference, x, y), abs=1e-5
+    )
+    common.fit(reference, data, 4)
+    assert float(events["loss"][8]) == pytest.approx(
         common.loss_on(reference, x, y), abs=1e-5
     )
 
