@@ -68,6 +68,9 @@ class Timer(StepCallback):
 
     A keras_slim step callback, whose only exact step is the end of the
     warm-up, so it leaves `SlimModel`'s choice of steps per call free.
+    Listed after the services, so what they do once at the first steps
+    (a `Summaries` with a time interval creates its writer and writes the
+    first step, as TF-Slim's summary thread did) is warm-up.
     """
 
     def step_multiples(self, model):
@@ -109,7 +112,7 @@ def time_fit(m, data, extra=()):
         epochs=1,
         steps_per_epoch=WARMUP + TIMED,
         verbose=0,
-        callbacks=[timer, *extra],
+        callbacks=[*extra, timer],
     )
     return TIMED / (timer.end - timer.start)
 

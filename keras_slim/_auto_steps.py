@@ -9,12 +9,15 @@ batch-level callbacks see. So a `SlimModel` compiled without
 - 1 when a callback acts on batches and is not one of keras_slim's step
   callbacks (those count global steps, whatever runs per call), or when
   the strategy is multi-worker or parameter-server;
+- 1 for a dataset of unknown length (its end must end a call);
 - else the largest count up to `MAX_STEPS` that divides every step a
-  callback must see exactly (`LogEveryNSteps`'s interval, the step-based
-  intervals of `Checkpoints` and `Summaries`, `StopAtStep`'s target and
-  the step it starts from, any step `Trace` traces, which forces 1), the
-  model's global step when `fit` begins, and the epoch's length, so each of
-  them still falls on the end of a call.
+  callback must see exactly (the step-based intervals of `Checkpoints`
+  and `Summaries`, `StopAtStep`'s target and the step it starts from, any
+  step `Trace` traces, which forces 1), the model's global step when `fit`
+  begins, and the epoch's length, so each of them still falls on the end
+  of a call. Losses of single steps (`LogEveryNSteps`, the last step's
+  loss of `train`) constrain nothing: a `SlimModel` records each step's
+  loss in the call (`_train_function`).
 """
 
 import math
