@@ -34,6 +34,8 @@ import tensorflow as tf
 from keras.src import tree
 from keras.src.backend.tensorflow.trainer import reduce_per_replica
 
+from keras_slim import _blocks
+
 
 def is_multi_worker(strategy):
     """Whether `strategy` is a MultiWorkerMirroredStrategy over workers."""
@@ -147,7 +149,44 @@ def make_multi_step_function(model, step_function, keras_function):
         multi_step_on_iterator, reduce_retracing=True
     )
 
+    @tf.autograph.experimental.do_not_convert
+    def multi_step_on_blocks(blocks):
+        # One read of the data: a block of up to `steps` batches
+        # (`_blocks`); an exhausted iterator raises OutOfRangeError here.
+        block = blocks.get_next()
+        count = _blocks.block_size(block)
+        recording = record and getattr(model, "_loss_tracker", None) is not None
+        records = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        if recording:
+            records = records.write(0, _tracker_state(model))
+        outputs = one_step_on_data(_blocks.batch(block, 0))
+        if recording:
+            records = records.write(1, _tracker_state(model))
+
+        def body(step, outputs, records):
+            outputs = one_step_on_data(_blocks.batch(block, step))
+            if recording:
+                records = records.write(step + 1, _tracker_state(model))
+            return step + 1, outputs, records
+
+        _, outputs, records = tf.while_loop(
+            lambda step, outputs, records: step < count,
+            body,
+            (tf.constant(1), outputs, records),
+        )
+        return outputs, records.stack() if recording else None
+
+    multi_step_on_blocks = tf.function(
+        multi_step_on_blocks, reduce_retracing=True
+    )
+
     def function(iterator):
+        feeder = getattr(model, "_keras_slim_feeder", None)
+        if feeder is not None and isinstance(iterator, tf.data.Iterator):
+            blocks = feeder.blocks_for(iterator)
+            outputs, records = multi_step_on_blocks(blocks)
+            model._keras_slim_step_records = records
+            return outputs
         if isinstance(
             iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
         ):

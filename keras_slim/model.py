@@ -27,6 +27,7 @@ from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
 
 from keras_slim import _auto_steps
+from keras_slim import _blocks
 from keras_slim import _optimizer
 from keras_slim import _parameter_server
 from keras_slim._train_function import is_multi_worker
@@ -298,11 +299,16 @@ class SlimModel(keras.Model):
         if getattr(self, "_keras_slim_built_for", None) != steps:
             self.train_function = None
         self.steps_per_execution = steps
+        if steps > 1 and y is None and _blocks.eligible(self, x, kwargs):
+            # One read of the data per call (keras_slim/_blocks.py).
+            self._keras_slim_feeder = _blocks.Feeder(x, steps)
+            x = self._keras_slim_feeder.stand_in
         try:
             return super().fit(x, y, **kwargs)
         finally:
             # Evaluation and prediction keep one batch per call.
             self.steps_per_execution = 1
+            self._keras_slim_feeder = None
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         """Builds the model on one replica's batch before the first step.
