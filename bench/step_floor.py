@@ -8,6 +8,9 @@ runs, medians over rounds:
   call, called directly on a `tf.data` iterator (what fit runs);
 - fit's call, no records: the same, the per-step loss records replaced
   by a constant (what recording each step's loss costs);
+- fit's call, blocks: the same train function reading blocks of 30
+  batches (keras_slim/_blocks.py), as `SlimModel.fit` does when it
+  chooses the steps per call;
 - loop, constant batch: a `tf.range` loop of the step on one constant
   batch, as TF-Slim's peer feeds `tf.constant` tensors;
 - loop, iterator: the same loop, one batch per read of a `tf.data`
@@ -27,6 +30,7 @@ import keras
 import tensorflow as tf
 import vs_tf_slim
 
+from keras_slim import _blocks
 from keras_slim import _train_function
 
 STEPS, PER_CALL = 300, 30
@@ -52,7 +56,7 @@ def slim_model(name, data):
     return m
 
 
-def fit_call(name, data, records=True):
+def fit_call(name, data, records=True, blocks=False):
     original = _train_function._tracker_state
     if not records:
         _train_function._tracker_state = lambda model: tf.zeros([2])
@@ -60,7 +64,11 @@ def fit_call(name, data, records=True):
         m = slim_model(name, data)
     finally:
         _train_function._tracker_state = original
-    iterator = iter(data)
+    if blocks:
+        m._keras_slim_feeder = _blocks.Feeder(data, PER_CALL)
+        iterator = iter(m._keras_slim_feeder.stand_in)
+    else:
+        iterator = iter(data)
     m.train_function(iterator)
     return best_of(
         lambda: [m.train_function(iterator) for _ in range(STEPS // PER_CALL)]
@@ -116,6 +124,7 @@ def main(argv=None):
     columns = [
         "fit's call",
         "fit's call, no records",
+        "fit's call, blocks",
         "loop, constant batch",
         "loop, iterator",
         "loop, blocks of 30",
@@ -130,6 +139,10 @@ def main(argv=None):
             keras.backend.clear_session()
             results["fit's call, no records"].append(
                 fit_call(name, data, records=False)
+            )
+            keras.backend.clear_session()
+            results["fit's call, blocks"].append(
+                fit_call(name, data, blocks=True)
             )
             keras.backend.clear_session()
             for column, value in loops(name, data).items():

@@ -206,7 +206,8 @@ class SlimModel(keras.Model):
         is Keras's `fit`; compiled with `steps_per_execution="auto"`, it
         runs as many steps per call of the train function (up to 32) as
         the callbacks allow, every step a keras_slim callback must see
-        staying the last step of a call (docs/design.md).
+        staying the last step of a call, and reads a `tf.data.Dataset` a
+        block of that many batches at a time (docs/design.md).
 
         Args:
             x: Input data, as for `keras.Model.fit`.

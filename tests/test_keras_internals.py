@@ -18,6 +18,7 @@ from keras.src.losses import loss as loss_module
 from keras.src.models import functional
 from keras.src.models import model as model_module
 
+import keras_slim
 from keras_slim import _optimizer
 from tests.helpers import classification_data
 from tests.helpers import compile_model
@@ -173,3 +174,24 @@ def test_internals_used_under_multi_worker_mirrored_strategy():
     assert callable(extended._in_multi_worker_mode)
     mean = keras.metrics.Mean()
     assert isinstance(mean.total._value, tf.Variable)
+
+
+def test_epoch_loop_details_the_blocks_rely_on(mirrored):
+    """keras_slim/_blocks.py: `Trainer._distribute_strategy` is None for a
+    model made outside any strategy; Keras's TF epoch iterator hands the
+    default strategy's `experimental_distribute_dataset` the adapter's
+    dataset, which returns it unchanged, and makes its iterators with
+    `iter()`; it builds nothing from the data under the default strategy."""
+    assert mlp()._distribute_strategy is None
+    with mirrored.scope():
+        assert mlp()._distribute_strategy is mirrored
+    dataset = tf.data.Dataset.range(3)
+    default = tf.distribute.get_strategy()
+    assert default.experimental_distribute_dataset(dataset) is dataset
+    source = inspect.getsource(tf_trainer.TFEpochIterator)
+    assert "experimental_distribute_dataset" in source
+    assert "return self._distributed_dataset" in source
+    # Keras's and SlimModel's own: nothing is built from the data.
+    for cls in (tf_trainer.TensorFlowTrainer, keras_slim.SlimModel):
+        source = inspect.getsource(cls._maybe_symbolic_build)
+        assert "if self._distribute_strategy is None:" in source
