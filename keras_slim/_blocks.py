@@ -1,14 +1,14 @@
 """Feeding the batches of several steps with one read of the data.
 
-A read of a `tf.data` iterator (`IteratorGetNext`) costs about 46 us on
-the 2-core CPU of bench/step_floor.py, a quarter of the small MLP's step;
+A read of a `tf.data` iterator (`IteratorGetNext`) costs about 50 us on
+the 2-core CPU of bench/step_floor.py, a third of the small MLP's step;
 TF-Slim's benchmark peer read `tf.constant` tensors and paid nothing. When
 `SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, it
 reads blocks of `k` batches instead (`dataset.batch(k)`, or
 `ragged_batch(k)` where the batch dimension varies, e.g. a short last
 batch) and the train function slices batch `i` out of the block in the
-graph: one read per call instead of `k` (bench/step_floor.py: 167 -> 116
-us per step on the MLP).
+graph: one read per call instead of `k` (bench/step_floor.py: 174 -> 143
+us per step of the MLP in fit's call).
 
 Keras's `fit` still runs its own epoch loop, which counts steps and makes
 an iterator for each pass over the data (and one more at each epoch's
@@ -25,25 +25,47 @@ chosen by the model ("auto"), the default strategy (no `MirroredStrategy`
 or multi-worker: their iterators are distributed), a dataset of known or
 infinite length with dense components whose only unknown dimension is the
 batch one, and no `class_weight` (Keras would transform the dataset).
+A block holds `k` batches in memory at once, so only small inputs, where a
+read is much of a step, are read in blocks: a block of at most 64 MiB
+where the batch size is known; at most 4 KiB per example where it is not
+(32 batches of 256 examples: at most 32 MiB).
 """
 
 import keras
 import tensorflow as tf
 
+# Blocks pay where a read costs much of a step, i.e. for small inputs: at
+# most this many bytes per block (batch size known), or per example
+# (batch size unknown).
+MAX_BLOCK_BYTES = 64 << 20
+MAX_EXAMPLE_BYTES = 4 << 10
+
 
 def _dense_spec(spec):
     if type(spec) is not tf.TensorSpec or spec.shape.rank in (None, 0):
         return False
+    if spec.dtype in (tf.string, tf.variant, tf.resource):
+        return False
     return spec.shape[1:].is_fully_defined()
 
 
-def eligible(model, x, kwargs):
+def _small(specs, steps):
+    """Whether a block of `steps` batches stays small (see above)."""
+    if all(s.shape[0] is not None for s in specs):
+        size = sum(s.shape.num_elements() * s.dtype.size for s in specs)
+        return size * steps <= MAX_BLOCK_BYTES
+    example = sum(s.shape[1:].num_elements() * s.dtype.size for s in specs)
+    return example <= MAX_EXAMPLE_BYTES
+
+
+def eligible(model, x, kwargs, steps):
     """Whether `fit(x, **kwargs)` on `model` may read blocks of batches.
 
     Args:
         model: The `SlimModel`.
         x: `fit`'s data argument.
         kwargs: `fit`'s other keyword arguments.
+        steps: The steps per call (`k`), the batches of a block.
 
     Returns:
         A boolean.
@@ -58,7 +80,9 @@ def eligible(model, x, kwargs):
     if cardinality < 0 and cardinality != tf.data.INFINITE_CARDINALITY:
         return False
     specs = tf.nest.flatten(x.element_spec)
-    return bool(specs) and all(_dense_spec(s) for s in specs)
+    if not specs or not all(_dense_spec(s) for s in specs):
+        return False
+    return _small(specs, steps)
 
 
 def _zeros(spec, one):

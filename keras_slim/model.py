@@ -300,7 +300,7 @@ class SlimModel(keras.Model):
         if getattr(self, "_keras_slim_built_for", None) != steps:
             self.train_function = None
         self.steps_per_execution = steps
-        if steps > 1 and y is None and _blocks.eligible(self, x, kwargs):
+        if steps > 1 and y is None and _blocks.eligible(self, x, kwargs, steps):
             # One read of the data per call (keras_slim/_blocks.py).
             self._keras_slim_feeder = _blocks.Feeder(x, steps)
             x = self._keras_slim_feeder.stand_in
