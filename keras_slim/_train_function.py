@@ -71,6 +71,37 @@ def _tracker_state(model):
     )
 
 
+class _Records:
+    """Each step's loss-tracker state in a call, kept in the graph.
+
+    Args:
+        model: The model; nothing is recorded when `enabled` is false or
+            the model has no loss tracker.
+        enabled: Whether to record.
+    """
+
+    def __init__(self, model, enabled):
+        self._model = model
+        self.enabled = (
+            enabled and getattr(model, "_loss_tracker", None) is not None
+        )
+
+    def start(self):
+        """A `TensorArray` holding the state before the first step."""
+        records = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        return self.after(records, -1)
+
+    def after(self, records, step):
+        """`records` with the state after step `step` (0-based) added."""
+        if not self.enabled:
+            return records
+        return records.write(step + 1, _tracker_state(self._model))
+
+    def result(self, records):
+        """The `(steps + 1, 2)` tensor, or `None` if nothing was recorded."""
+        return records.stack() if self.enabled else None
+
+
 def make_multi_step_function(model, step_function, keras_function):
     """Returns a train function running `model.steps_per_execution` steps.
 
@@ -108,13 +139,10 @@ def make_multi_step_function(model, step_function, keras_function):
     @tf.autograph.experimental.do_not_convert
     def multi_step_on_iterator(iterator):
         steps = model.steps_per_execution
-        recording = record and getattr(model, "_loss_tracker", None) is not None
-        records = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
-        if recording:
-            records = records.write(0, _tracker_state(model))
+        recorder = _Records(model, record)
+        records = recorder.start()
         outputs = one_step_on_data(iterator.get_next())
-        if recording:
-            records = records.write(1, _tracker_state(model))
+        records = recorder.after(records, 0)
         if steps > 1:
 
             def more(step, outputs, next_data, records):
@@ -122,8 +150,7 @@ def make_multi_step_function(model, step_function, keras_function):
 
             def body(step, outputs, next_data, records):
                 outputs = one_step_on_data(next_data.get_value())
-                if recording:
-                    records = records.write(step + 1, _tracker_state(model))
+                records = recorder.after(records, step)
                 # Fetch ahead only if another step will run, so no batch
                 # is lost.
                 next_data = tf.cond(
@@ -143,7 +170,7 @@ def make_multi_step_function(model, step_function, keras_function):
                     records,
                 ),
             )
-        return outputs, records.stack() if recording else None
+        return outputs, recorder.result(records)
 
     multi_step_on_iterator = tf.function(
         multi_step_on_iterator, reduce_retracing=True
@@ -155,26 +182,21 @@ def make_multi_step_function(model, step_function, keras_function):
         # (`_blocks`); an exhausted iterator raises OutOfRangeError here.
         block = blocks.get_next()
         count = _blocks.block_size(block)
-        recording = record and getattr(model, "_loss_tracker", None) is not None
-        records = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
-        if recording:
-            records = records.write(0, _tracker_state(model))
+        recorder = _Records(model, record)
+        records = recorder.start()
         outputs = one_step_on_data(_blocks.batch(block, 0))
-        if recording:
-            records = records.write(1, _tracker_state(model))
+        records = recorder.after(records, 0)
 
         def body(step, outputs, records):
             outputs = one_step_on_data(_blocks.batch(block, step))
-            if recording:
-                records = records.write(step + 1, _tracker_state(model))
-            return step + 1, outputs, records
+            return step + 1, outputs, recorder.after(records, step)
 
         _, outputs, records = tf.while_loop(
             lambda step, outputs, records: step < count,
             body,
             (tf.constant(1), outputs, records),
         )
-        return outputs, records.stack() if recording else None
+        return outputs, recorder.result(records)
 
     multi_step_on_blocks = tf.function(
         multi_step_on_blocks, reduce_retracing=True

@@ -148,3 +148,18 @@ def test_fixed_steps_per_execution_reads_each_batch(reads):
     model.fit(data, verbose=0)
     assert reads == []
     assert isinstance(model, keras.Model)
+
+
+def test_steps_per_epoch_beyond_the_data(reads):
+    # 7 batches, 12 steps asked per epoch: each epoch's call of 12 reads a
+    # block of 7 and runs 7 steps, as the per-batch loop runs 7.
+    x, y = classification_data(112)
+
+    def data():
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+    with pytest.warns(UserWarning, match="ran out of data"):
+        model = assert_same_training(
+            data, reads, expected_reads=2, steps_per_epoch=12, epochs=2
+        )
+    assert int(model.optimizer.iterations.numpy()) == 14
