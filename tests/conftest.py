@@ -43,3 +43,22 @@ def rng():
 def _clear_keras_session():
     yield
     keras.backend.clear_session()
+
+
+@pytest.fixture
+def tf1(tmp_path):
+    """A TF1 name-based checkpoint of slim names: `(prefix, {name: value})`."""
+    from tests import checkpoint_files as files
+
+    values = files.slim_values()
+    return files.write_tf1(tmp_path / "tf1" / "model.ckpt", values), values
+
+
+@pytest.fixture
+def source():
+    """A trained model whose state the TF2 and Keras checkpoint files hold."""
+    from tests import checkpoint_files as files
+    from tests.helpers import compile_model
+    from tests.helpers import mlp
+
+    return files.trained(compile_model(mlp(seed=11)))

@@ -1,5 +1,9 @@
 """Small models and data shared by the tests."""
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 
@@ -50,3 +54,14 @@ def weights(model):
 
 def max_abs_diff(a, b):
     return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+
+
+def run_module(module, *args, timeout=120, env=None):
+    """`python -m module args...` in a subprocess, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, **(env or {})),
+    )

@@ -145,17 +145,22 @@ def test_fit_uses_it_and_trains_the_same(tmp_path):
     auto.evaluate(x, y, verbose=0)
 
 
-def test_logging_steps_stay_exact(tmp_path, caplog):
+def fit_logging(model, caplog, steps, every_n_steps):
+    """Fits `steps` steps logging every n; returns the `SeenSteps`."""
     _, _, data = common.full_batch()
-    model = auto_model()
     seen = SeenSteps()
     with caplog.at_level("INFO", logger="keras_slim"):
         model.fit(
             data,
-            steps_per_epoch=60,
+            steps_per_epoch=steps,
             verbose=0,
-            callbacks=[LogEveryNSteps(15), seen],
+            callbacks=[LogEveryNSteps(every_n_steps), seen],
         )
+    return seen
+
+
+def test_logging_steps_stay_exact(tmp_path, caplog):
+    seen = fit_logging(auto_model(), caplog, steps=60, every_n_steps=15)
     # Calls of 30 steps; steps 15 and 45 fall inside calls.
     assert seen.per_call == 30
     assert logged_steps(caplog) == [
@@ -202,15 +207,9 @@ def test_a_second_fit_keeps_the_logging_steps(caplog):
     _, _, data = common.full_batch()
     model = auto_model()
     model.fit(data, steps_per_epoch=6, verbose=0)
-    seen = SeenSteps()
-    with caplog.at_level("INFO", logger="keras_slim"):
-        model.fit(
-            data,
-            steps_per_epoch=40,
-            verbose=0,
-            callbacks=[LogEveryNSteps(8), seen],
-        )
-    # From step 6: calls of gcd(6, 8, 40) = 2 steps, so 8, 16, ... are ends.
+    seen = fit_logging(model, caplog, steps=40, every_n_steps=8)
+    # From step 6: calls of gcd(6, 40) = 2 steps (log lines need no call
+    # end); 8, 16, ... are logged with their own steps' losses.
     assert seen.per_call == 2
     assert logged_steps(caplog) == [
         f"global step {s}" for s in (8, 16, 24, 32, 40)

@@ -11,18 +11,6 @@ from tests.helpers import compile_model
 from tests.helpers import mlp
 
 
-@pytest.fixture
-def tf1(tmp_path):
-    values = files.slim_values()
-    return files.write_tf1(tmp_path / "tf1" / "model.ckpt", values), values
-
-
-@pytest.fixture
-def source():
-    """A trained model whose state the TF2 and Keras files hold."""
-    return files.trained(compile_model(mlp(seed=11)))
-
-
 def fresh(**kwargs):
     return compile_model(mlp(seed=2, **kwargs))
 

@@ -12,6 +12,7 @@ import pytest
 
 from keras_slim import testing
 from keras_slim.cluster import LocalCluster
+from tests.helpers import run_module
 
 PRINT_TASK = (
     "import json, os; t = json.loads(os.environ['TF_CONFIG']); "
@@ -21,12 +22,7 @@ PRINT_TASK = (
 
 
 def launch(*args, timeout=120):
-    return subprocess.run(
-        [sys.executable, "-m", "keras_slim.cluster", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_module("keras_slim.cluster", *args, timeout=timeout)
 
 
 def alive(pid):

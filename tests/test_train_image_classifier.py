@@ -14,6 +14,7 @@ from keras_slim import _configure
 from keras_slim import _digits
 from keras_slim import checkpoints
 from keras_slim import train_image_classifier as cli
+from tests.helpers import run_module
 
 FAST = [
     "--optimizer",
@@ -28,12 +29,11 @@ FAST = [
 
 
 def run_cli(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "keras_slim.train_image_classifier", *args],
-        capture_output=True,
-        text=True,
+    return run_module(
+        "keras_slim.train_image_classifier",
+        *args,
         timeout=timeout,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        env={"TF_CPP_MIN_LOG_LEVEL": "3"},
     )
 
 

@@ -32,17 +32,6 @@ def fresh(seed=2, **kwargs):
     return compile_model(mlp(seed=seed, **kwargs))
 
 
-@pytest.fixture
-def tf1(tmp_path):
-    values = files.slim_values()
-    return files.write_tf1(tmp_path / "tf1" / "model.ckpt", values), values
-
-
-@pytest.fixture
-def source():
-    return files.trained(compile_model(mlp(seed=11)))
-
-
 def warm_fit(model, warm, steps=2, extra=()):
     _, _, data = full_batch()
     probe = FirstStepValues()
