@@ -20,8 +20,8 @@ import zipfile
 import h5py
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from keras_slim import _keras
 from keras_slim import _validation
 from keras_slim.gradients import variable_path
 
@@ -76,7 +76,7 @@ class TF2Reader(TF1Reader):
         self._reader = reader
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
-        graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        graph = _keras.TrackableObjectGraph()
         graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
         self._keys = _object_paths(graph)
         self.entries = {

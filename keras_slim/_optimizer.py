@@ -12,9 +12,7 @@ A step whose loss is not finite is skipped as Keras's own
 (`merge_call`), because a `cond` in replica context cannot hold the
 `merge_call` that `apply()` makes under `MirroredStrategy`.
 
-Private Keras internals used here (pinned by `keras==3.15.*`, checked by
-tests/test_keras_internals.py): `TFOptimizer._all_reduce_sum_gradients`,
-`LossScaleOptimizer.inner_optimizer` / `dynamic_scale`.
+The internals this needs are in `keras_slim/_keras.py`.
 """
 
 import contextlib
@@ -23,13 +21,26 @@ import threading
 
 import tensorflow as tf
 
-_DEPTH = "_keras_slim_presummed_depth"
+from keras_slim import _keras
+
 _LOCK = threading.Lock()
 
 
 def _inner(optimizer):
-    """Returns the optimizer that runs `_all_reduce_sum_gradients`."""
+    """Returns the optimizer that runs the cross-replica sum."""
     return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def _switch(original):
+    """The sum's replacement: the identity while `presummed()` is active."""
+
+    def all_reduce_sum_gradients(grads_and_vars):
+        if all_reduce_sum_gradients.depth > 0:
+            return list(grads_and_vars)
+        return original(grads_and_vars)
+
+    all_reduce_sum_gradients.depth = 0
+    return all_reduce_sum_gradients
 
 
 def install(optimizer):
@@ -40,19 +51,11 @@ def install(optimizer):
     Args:
         optimizer: A Keras 3 optimizer (TensorFlow backend), possibly a
             `LossScaleOptimizer`.
+
+    Returns:
+        The installed switch.
     """
-    inner = _inner(optimizer)
-    if "_all_reduce_sum_gradients" in vars(inner):
-        return
-    original = type(inner)._all_reduce_sum_gradients
-
-    def _all_reduce_sum_gradients(grads_and_vars):
-        if vars(inner).get(_DEPTH, 0) > 0:
-            return list(grads_and_vars)
-        return original(inner, grads_and_vars)
-
-    # Bypass trackable __setattr__: this is no state to checkpoint.
-    vars(inner)["_all_reduce_sum_gradients"] = _all_reduce_sum_gradients
+    return _keras.replace_all_reduce_sum(_inner(optimizer), _switch)
 
 
 @contextlib.contextmanager
@@ -62,14 +65,14 @@ def presummed(optimizer):
     A counter, not a flag: under `MirroredStrategy` each replica thread
     enters the context while tracing the same step.
     """
-    inner = _inner(optimizer)
+    switch = install(optimizer)
     with _LOCK:
-        vars(inner)[_DEPTH] = vars(inner).get(_DEPTH, 0) + 1
+        switch.depth += 1
     try:
         yield
     finally:
         with _LOCK:
-            vars(inner)[_DEPTH] -= 1
+            switch.depth -= 1
 
 
 def loss_scale(optimizer):
@@ -134,7 +137,7 @@ def apply_gradients(optimizer, grads, variables, finite=None, error=None):
     if finite is None:
         apply(grads)
         return
-    no_merge_call = tf.__internal__.distribute.strategy_supports_no_merge_call()
+    no_merge_call = _keras.strategy_supports_no_merge_call()
     if error is not None and no_merge_call:
         with tf.control_dependencies([_assert(finite, error)]):
             apply(grads)

@@ -12,7 +12,8 @@ def invalid(name, value, expected):
     )
 
 
-def _is_int(value):
+def is_int(value):
+    """Whether `value` is an integer (numpy's included), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -22,7 +23,7 @@ def _is_number(value):
 
 def positive_int(name, value):
     """Returns `value` as an int if it is a positive integer, else raises."""
-    if not _is_int(value) or value <= 0:
+    if not is_int(value) or value <= 0:
         raise invalid(name, value, "a positive integer")
     return int(value)
 
@@ -31,7 +32,7 @@ def positive_int_or_none(name, value):
     """Like `positive_int`, with `None` allowed."""
     if value is None:
         return None
-    if not _is_int(value) or value <= 0:
+    if not is_int(value) or value <= 0:
         raise invalid(name, value, "a positive integer or None")
     return int(value)
 

@@ -22,12 +22,12 @@ TF2 object-based ones and Keras weights files; see `list_variables`.
 import collections
 import logging
 import re
-import weakref
 
 import numpy as np
 import tensorflow as tf
 
 from keras_slim import _checkpoint_readers
+from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.gradients import variable_path
 
@@ -49,30 +49,19 @@ CHECKPOINT_NAME = "model.ckpt"
 
 logger = logging.getLogger("keras_slim")
 
-# model -> the checkpoint `Checkpoints` restored into it, so that a warm
-# start steps aside for a resume whatever the order of the callbacks.
-_RESUMED = weakref.WeakKeyDictionary()
-
-
-def note_resumed(model, path):
-    """Records that `model` resumed from the checkpoint `path` (or `None`)."""
-    if path is None:
-        _RESUMED.pop(model, None)
-    else:
-        _RESUMED[model] = path
-
 
 def resumed_from(model):
-    """The checkpoint `Checkpoints` last resumed `model` from, or `None`.
+    """The checkpoint `Checkpoints` resumed `model` from in the current `fit`.
 
     Args:
         model: A Keras model.
 
     Returns:
-        A checkpoint path, or `None` when the model's last `fit` with a
-        `Checkpoints` callback started afresh.
+        A checkpoint path while a `fit` that resumed runs; `None` when it
+        started afresh, or outside `fit`.
     """
-    return _RESUMED.get(model)
+    run = _run.current(model)
+    return None if run is None else run.resumed_from
 
 
 def _model_variables(model):

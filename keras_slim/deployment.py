@@ -23,6 +23,7 @@ import os
 
 import tensorflow as tf
 
+from keras_slim import _strategy
 from keras_slim import _validation
 
 __all__ = ["DeploymentConfig"]
@@ -200,12 +201,11 @@ class DeploymentConfig:
             return True
         resolver = self.cluster_resolver
         if resolver is not None and resolver.task_type:
-            jobs = resolver.cluster_spec().as_dict()
-            if "chief" in jobs:
-                return resolver.task_type == "chief"
-            return (
-                resolver.task_type == self.worker_job_name
-                and resolver.task_id == 0
+            return _strategy.is_chief_task(
+                resolver.cluster_spec().as_dict(),
+                resolver.task_type,
+                resolver.task_id,
+                worker_job=self.worker_job_name,
             )
         return self.replica_id == 0
 

@@ -16,19 +16,19 @@ import warnings
 import keras
 import tensorflow as tf
 
+from keras_slim import _run
+from keras_slim import _strategy
 from keras_slim import _validation
-from keras_slim._parameter_server import is_parameter_server
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import LogEveryNSteps
 from keras_slim.callbacks import NanLossGuard
+from keras_slim.callbacks import StepCallback
 from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import Summaries
 from keras_slim.callbacks import Trace
 from keras_slim.callbacks import WarmStart
-from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks._steps import global_step
-from keras_slim.callbacks._steps import records_step_losses
 
 __all__ = ["train"]
 
@@ -58,7 +58,7 @@ class _LastStepLoss(StepCallback):
     def step_multiples(self, model):
         # The loss of the last step, not of the last call's steps: a model
         # that records each step's loss gives it at any steps per call.
-        return [] if records_step_losses(model) else [1]
+        return [] if _run.records_step_losses(model) else [1]
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
@@ -171,16 +171,6 @@ def _dataset(data, batch_size, repeat):
 def _known_length(dataset):
     cardinality = int(dataset.cardinality().numpy())
     return cardinality if cardinality >= 0 else None
-
-
-def _is_sync_multi_worker(strategy):
-    return isinstance(
-        strategy,
-        (
-            tf.distribute.MultiWorkerMirroredStrategy,
-            tf.distribute.experimental.MultiWorkerMirroredStrategy,
-        ),
-    )
 
 
 def _wait_for_startup(model, target, sleep, poll_secs):
@@ -300,7 +290,7 @@ def train(
             "loss)` before keras_slim.train."
         )
     strategy = model.distribute_strategy
-    if startup_delay_steps > 0 and _is_sync_multi_worker(strategy):
+    if startup_delay_steps > 0 and _strategy.is_multi_worker(strategy):
         raise ValueError(
             "`startup_delay_steps` must be 0 under a synchronous "
             "multi-worker strategy (TF-Slim: with `sync_optimizer`). "
@@ -312,9 +302,8 @@ def train(
         raise _validation.invalid(
             "callbacks", callbacks, "a list of keras.callbacks.Callback"
         )
-    if is_chief is None:
-        is_chief = bool(strategy.extended.should_checkpoint)
-    parameter_server = is_parameter_server(strategy)
+    is_chief = _strategy.is_chief(strategy, override=is_chief)
+    parameter_server = _strategy.is_parameter_server(strategy)
     if parameter_server:
         # Workers read their own datasets: the step count bounds the run.
         if number_of_steps is None:
@@ -339,7 +328,6 @@ def train(
             every_n_steps=save_interval_steps,
             max_to_keep=keep_checkpoint_max,
         )
-        saver._chief_override = is_chief
         services.append(saver)
     if warm_start is not None:
         services.append(warm_start)
@@ -376,11 +364,12 @@ def train(
             if parameter_server
             else {"shuffle": False}
         )
-        model.fit(
-            dataset,
-            epochs=1,
-            verbose=0,
-            callbacks=services + list(callbacks or []),
-            **fit_args,
-        )
+        with _run.start(model, is_chief=is_chief):
+            model.fit(
+                dataset,
+                epochs=1,
+                verbose=0,
+                callbacks=services + list(callbacks or []),
+                **fit_args,
+            )
     return last_loss.loss

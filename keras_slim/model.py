@@ -1,65 +1,31 @@
 """`SlimModel`: a `keras.Model` whose train step applies a `GradientPolicy`.
 
-The train step reads like Keras's own (`keras/src/backend/tensorflow/
-trainer.py`): forward, loss, `scale_loss`, gradient, then the TF-Slim part:
+The train step reads like Keras's own (`TensorFlowTrainer.train_step`):
+forward, loss, `scale_loss`, gradient, then the TF-Slim part:
 sum across replicas once, run the policy on the sum, apply (skipping a step
 whose loss is not finite). Losses and metrics are reported through the same
 trackers as the built-in step, so `history` matches a plain `keras.Model`.
 
-Private Keras internals used here (pinned by `keras==3.15.*`, checked by
-tests/test_keras_internals.py): `Trainer._compute_loss`,
-`keras.src.models.model.Trainer` / `functional_init_arguments`,
-`keras.src.models.functional.Functional`,
-`Trainer._loss_tracker`, `Layer._call_has_training_arg`,
-`Trainer._resolve_auto_jit_compile`, `keras.src.losses.loss.
-unscale_loss_for_distribution`.
+This module holds the model: construction, the policy, the train step and
+its config. How `fit` schedules the steps (parameter servers, steps per
+call, the data feed, the multi-step loops) is in `keras_slim/_fit/`; the
+Keras internals both use are in `keras_slim/_keras.py`.
 """
 
 import functools
 import inspect
-import re
 
 import keras
 import tensorflow as tf
-from keras.src.losses.loss import unscale_loss_for_distribution
-from keras.src.models.functional import Functional
-from keras.src.models.model import Trainer
-from keras.src.models.model import functional_init_arguments
 
-from keras_slim import _auto_steps
-from keras_slim import _blocks
+from keras_slim import _fit
+from keras_slim import _keras
 from keras_slim import _optimizer
-from keras_slim import _parameter_server
-from keras_slim._train_function import is_multi_worker
-from keras_slim._train_function import make_multi_step_function
-from keras_slim.errors import NanLossDuringTrainingError
+from keras_slim import _run
+from keras_slim._fit.train_function import NONFINITE
 from keras_slim.policy import GradientPolicy
 
 __all__ = ["SlimModel", "wrap"]
-
-_NONFINITE = "keras_slim: LossTensor is inf or nan"
-_NONFINITE_RE = re.compile(re.escape(_NONFINITE) + r"\]\s*\[([^\]]*)\]")
-
-
-def _translate_nonfinite(function, optimizer):
-    """Wraps a train function so the in-graph NaN check raises our error.
-
-    The failing step updated nothing, `iterations` included, so the step
-    that failed is `iterations + 1`, read on the host only then.
-    """
-
-    @functools.wraps(function)
-    def wrapped(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except tf.errors.InvalidArgumentError as e:
-            match = _NONFINITE_RE.search(str(e))
-            if match is None:
-                raise
-            step = int(optimizer.iterations.numpy()) + 1
-            raise NanLossDuringTrainingError(step, match.group(1)) from None
-
-    return wrapped
 
 
 def _batch_size(x):
@@ -105,14 +71,11 @@ class SlimModel(keras.Model):
     ```
     """
 
-    # Multi-step calls record each step's loss (`_train_function`).
-    _keras_slim_records_steps = True
-
     def __new__(cls, *args, **kwargs):
-        if functional_init_arguments(args, kwargs):
+        if _keras.is_functional_call(args, kwargs):
             if cls is SlimModel:
                 cls = FunctionalSlimModel
-            elif not issubclass(cls, Functional):
+            elif not issubclass(cls, _keras.Functional):
                 raise TypeError(
                     f"{cls.__name__} is a subclassed SlimModel and cannot be "
                     "built from `inputs` and `outputs`. Build functional "
@@ -129,16 +92,13 @@ class SlimModel(keras.Model):
         gradient_policy=None,
         **kwargs,
     ):
-        if isinstance(self, Functional):
-            # keras.Model.__init__ minus its `inject_functional_model_class`,
-            # which would rewrite SlimModel's bases for every subclass.
-            Trainer.__init__(self)
-            Functional.__init__(self, inputs, outputs, name=name, **kwargs)
+        if isinstance(self, _keras.Functional):
+            _keras.init_functional(self, inputs, outputs, name, **kwargs)
         else:
             keras.Model.__init__(self, name=name, **kwargs)
         self.gradient_policy = gradient_policy
-        self._keras_slim_plan = None
-        self._raise_on_nonfinite = True
+        self._policy_plan = None
+        self._auto_steps = False
 
     @property
     def gradient_policy(self):
@@ -166,7 +126,22 @@ class SlimModel(keras.Model):
         return super()._resolve_auto_jit_compile()
 
     def make_train_function(self, force=False):
-        """Resolves the policy, then builds Keras's train function."""
+        """Resolves the policy, then makes the model's `TrainFunction`.
+
+        The `TrainFunction` (`keras_slim/_fit/train_function.py`) compiles
+        what each `fit`'s run needs on first use, so callbacks never
+        rebuild it.
+
+        Args:
+            force: Whether to make a new one even if there is one.
+
+        Returns:
+            The train function.
+
+        Raises:
+            ValueError: for `jit_compile=True` with the policy's
+                `check_numerics`, or a policy pattern matching nothing.
+        """
         if self.train_function is not None and not force:
             return self.train_function
         if self.gradient_policy.check_numerics and self.jit_compile:
@@ -177,22 +152,11 @@ class SlimModel(keras.Model):
                 "set `GradientPolicy(check_numerics=False)`."
             )
         # A subclassed model may get its variables only when first traced.
-        self._keras_slim_plan = (
+        self._policy_plan = (
             self.gradient_policy.resolve(self) if self.variables else None
         )
         _optimizer.install(self.optimizer)
-        super().make_train_function(force=True)
-        multi_worker = is_multi_worker(self.distribute_strategy)
-        if (
-            self.steps_per_execution > 1 or multi_worker
-        ) and not self.run_eagerly:
-            self.train_function = make_multi_step_function(
-                self, self.train_step, self.train_function
-            )
-        self.train_function = _translate_nonfinite(
-            self.train_function, self.optimizer
-        )
-        self._keras_slim_built_for = self.steps_per_execution
+        self.train_function = _fit.TrainFunction(self)
         return self.train_function
 
     def fit(self, x=None, y=None, *args, **kwargs):
@@ -217,27 +181,16 @@ class SlimModel(keras.Model):
 
         Returns:
             A `keras.callbacks.History`.
+
+        Raises:
+            ValueError: under `ParameterServerStrategy`, for `y` or an
+                argument its loop does not support.
         """
         if args:
             names = list(inspect.signature(keras.Model.fit).parameters)[3:]
             kwargs.update(zip(names, args))
-        # Set by each multi-step call; none left from an earlier fit.
-        self._keras_slim_step_records = None
-        if not _parameter_server.is_parameter_server(self.distribute_strategy):
-            if not getattr(self, "_keras_slim_auto_steps", False):
-                return super().fit(x, y, **kwargs)
-            return self._fit_auto_steps(x, y, kwargs)
-        if y is not None:
-            raise ValueError(
-                "Under ParameterServerStrategy, pass a tf.data.Dataset of "
-                "(x, y) batches or a dataset function as `x`, and no `y`."
-            )
-        return _parameter_server.fit(
-            self,
-            x,
-            translate_error=lambda f: _translate_nonfinite(f, self.optimizer),
-            **kwargs,
-        )
+        keras_fit = functools.partial(keras.Model.fit, self)
+        return _fit.fit(self, keras_fit, x, y, kwargs, auto=self._auto_steps)
 
     def compile(self, *args, steps_per_execution="auto", **kwargs):
         """`keras.Model.compile`; `steps_per_execution` defaults to "auto".
@@ -259,7 +212,7 @@ class SlimModel(keras.Model):
                 f"steps_per_execution={steps_per_execution!r}. Expected "
                 '"auto" or a positive integer.'
             )
-        self._keras_slim_auto_steps = auto
+        self._auto_steps = auto
         super().compile(
             *args,
             steps_per_execution=1 if auto else steps_per_execution,
@@ -269,9 +222,7 @@ class SlimModel(keras.Model):
     def get_compile_config(self):
         """Keras's compile config, with `steps_per_execution="auto"` kept."""
         config = super().get_compile_config()
-        if isinstance(config, dict) and getattr(
-            self, "_keras_slim_auto_steps", False
-        ):
+        if isinstance(config, dict) and self._auto_steps:
             inner = config.get("config", config)
             if "steps_per_execution" in inner:
                 inner["steps_per_execution"] = "auto"
@@ -283,60 +234,19 @@ class SlimModel(keras.Model):
         Args:
             config: The dict `get_compile_config` returned.
         """
-        from keras.src.saving import serialization_lib
-
-        config = serialization_lib.deserialize_keras_object(config)
+        config = keras.saving.deserialize_keras_object(config)
         self.compile(**config)
         if hasattr(self, "optimizer") and self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _fit_auto_steps(self, x, y, kwargs):
-        """Keras's `fit` with the steps per execution the callbacks allow."""
-        from keras_slim.callbacks._steps import StepCallback
-
-        steps = 1
-        if not self.run_eagerly:
-            steps = _auto_steps.choose(self, x, kwargs, StepCallback)
-        if getattr(self, "_keras_slim_built_for", None) != steps:
-            self.train_function = None
-        self.steps_per_execution = steps
-        if steps > 1 and y is None and _blocks.eligible(self, x, kwargs, steps):
-            # One read of the data per call (keras_slim/_blocks.py).
-            self._keras_slim_feeder = _blocks.Feeder(x, steps)
-            x = self._keras_slim_feeder.stand_in
-        try:
-            return super().fit(x, y, **kwargs)
-        finally:
-            # Evaluation and prediction keep one batch per call.
-            self.steps_per_execution = 1
-            self._keras_slim_feeder = None
-
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         """Builds the model on one replica's batch before the first step.
 
-        Keras 3.15 first reduces the whole distributed (x, y) batch with
-        `strategy.reduce("MEAN", batch)`, which `MultiWorkerMirroredStrategy`
-        cannot do ('Attempt to convert a value (PerReplica...)'); only the
-        shapes matter, so the first local replica's batch is used.
+        Overrides Keras's, which reduces the whole distributed batch and
+        fails under `MultiWorkerMirroredStrategy`
+        (`keras_slim/_fit/multi_worker.py`).
         """
-        if self._distribute_strategy is None:
-            return
-        if iterator is not None:
-            for _, _, it in iterator:
-                batch = next(it)
-                data_batch = tf.nest.map_structure(
-                    lambda v: (
-                        self.distribute_strategy.experimental_local_results(v)[
-                            0
-                        ]
-                        if isinstance(v, tf.distribute.DistributedValues)
-                        else v
-                    ),
-                    batch,
-                )
-                break
-        with self.distribute_strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
+        _fit.build_on_one_replica(self, iterator, data_batch)
 
     def train_step(self, data):
         """One step: forward, loss, gradients, sum, policy, apply, metrics.
@@ -348,18 +258,13 @@ class SlimModel(keras.Model):
             The dict of metric results, as `keras.Model.train_step` returns.
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        run = _run.current(self)
         with tf.GradientTape() as tape:
-            if self._call_has_training_arg:
+            if _keras.call_has_training_arg(self):
                 y_pred = self(x, training=True)
             else:
                 y_pred = self(x)
-            loss = self._compute_loss(
-                x=x,
-                y=y,
-                y_pred=y_pred,
-                sample_weight=sample_weight,
-                training=True,
-            )
+            loss = _keras.compute_loss(self, x, y, y_pred, sample_weight)
             scaled_loss = self.optimizer.scale_loss(loss)
         plan = self._plan()
         grads = tape.gradient(scaled_loss, list(plan.variables))
@@ -367,41 +272,41 @@ class SlimModel(keras.Model):
             grads, loss if plan.check_numerics else None
         )
         grads = plan.apply(grads, scale=_optimizer.loss_scale(self.optimizer))
-        summaries = getattr(self, "_keras_slim_summaries", None)
-        if summaries is not None:
-            summaries(self, x, grads, plan.variables)
+        if run is not None and run.step_summaries is not None:
+            run.step_summaries(self, x, grads, plan.variables)
+        raise_on_nonfinite = run is None or run.raise_on_nonfinite
         finite = error = None
         if plan.check_numerics:
             finite = tf.math.is_finite(total_loss)
-            if self._raise_on_nonfinite:
-                error = [_NONFINITE, total_loss]
-        self._track_loss(loss, _batch_size(x), finite)
+            if raise_on_nonfinite:
+                error = [NONFINITE, total_loss]
+        self._track_loss(loss, _batch_size(x), finite, raise_on_nonfinite)
         _optimizer.apply_gradients(
             self.optimizer, grads, plan.variables, finite, error
         )
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def _track_loss(self, loss, batch_size, finite):
+    def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):
         """Reports the step's loss as the built-in train step does.
 
         A step skipped for a non-finite loss (when the model does not
         raise) does not count in the reported mean, as if it never ran.
         """
-        loss = unscale_loss_for_distribution(loss)
-        if finite is not None and not self._raise_on_nonfinite:
+        loss = _keras.unscale_loss(loss)
+        if finite is not None and not raise_on_nonfinite:
             loss = tf.where(finite, loss, tf.zeros_like(loss))
             batch_size = tf.where(finite, batch_size, 0)
-        self._loss_tracker.update_state(loss, sample_weight=batch_size)
+        _keras.loss_tracker(self).update_state(loss, sample_weight=batch_size)
 
     def _plan(self):
         """Returns the resolved policy, resolving it on the first trace."""
-        if self._keras_slim_plan is None:
-            self._keras_slim_plan = self.gradient_policy.resolve(self)
+        if self._policy_plan is None:
+            self._policy_plan = self.gradient_policy.resolve(self)
         if not self.optimizer.built:
             # Built on every trainable variable, so a later policy may
             # train what this one freezes, and outside the NaN `cond`.
             self.optimizer.build(self.trainable_variables)
-        return self._keras_slim_plan
+        return self._policy_plan
 
     def get_config(self):
         config = super().get_config()
@@ -422,7 +327,7 @@ class SlimModel(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="keras_slim")
-class FunctionalSlimModel(SlimModel, Functional):
+class FunctionalSlimModel(SlimModel, _keras.Functional):
     """The class of `SlimModel(inputs, outputs)`: a functional `SlimModel`.
 
     Like `keras.Model(inputs, outputs)` returns a `Functional`,
@@ -461,7 +366,7 @@ def wrap(model, gradient_policy=None):
             "`wrap` expects a keras.Model. Received: "
             f"model={model!r} of type {type(model).__name__}."
         )
-    if not isinstance(model, (keras.Sequential, Functional)):
+    if not isinstance(model, (keras.Sequential, _keras.Functional)):
         raise TypeError(
             f"`wrap` expects a Sequential or functional model; '{model.name}'"
             f" is a subclassed {type(model).__name__}. Subclass "

@@ -4,14 +4,14 @@ import keras
 import numpy as np
 import pytest
 
-from keras_slim import _auto_steps
+from keras_slim._fit import auto_steps
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import LogEveryNSteps
 from keras_slim.callbacks import NanLossGuard
+from keras_slim.callbacks import StepCallback
 from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import Summaries
 from keras_slim.callbacks import Trace
-from keras_slim.callbacks._steps import StepCallback
 from tests.callbacks import common
 from tests.helpers import compile_model
 from tests.helpers import mlp
@@ -50,7 +50,7 @@ def auto_model():
 
 def choose(callbacks, steps=330, x=None, **kwargs):
     kwargs = dict(callbacks=callbacks, steps_per_epoch=steps, **kwargs)
-    return _auto_steps.choose(auto_model(), x, kwargs, StepCallback)
+    return auto_steps.choose(auto_model(), x, kwargs)
 
 
 def test_default_services_leave_room(tmp_path):

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_slim import _blocks
+from keras_slim import _run
+from keras_slim._fit import feed
 from tests.helpers import classification_data
 from tests.helpers import compile_model
 from tests.helpers import mlp
@@ -26,13 +27,13 @@ def fitted(data, steps_per_execution, **kwargs):
 def reads(monkeypatch):
     """Counts the calls that read a block."""
     calls = []
-    blocks_for = _blocks.Feeder.blocks_for
+    blocks_for = feed.BlockFeed.blocks_for
 
     def counted(self, keras_iterator):
         calls.append(self.steps)
         return blocks_for(self, keras_iterator)
 
-    monkeypatch.setattr(_blocks.Feeder, "blocks_for", counted)
+    monkeypatch.setattr(feed.BlockFeed, "blocks_for", counted)
     return calls
 
 
@@ -104,7 +105,7 @@ def test_the_data_is_read_once_per_call():
     model.fit(data, verbose=0)
     assert int(counter.numpy()) == 40
     assert int(model.optimizer.iterations.numpy()) == 40
-    assert model._keras_slim_feeder is None
+    assert _run.current(model) is None  # the run and its feed are gone
     model.evaluate(x, y, verbose=0)
 
 
@@ -112,33 +113,33 @@ def test_eligibility(mirrored):
     x, y = classification_data(64)
     model = compile_model(mlp())
     dense = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
-    assert _blocks.eligible(model, dense, {}, 4)
-    assert _blocks.eligible(model, dense.repeat(), {}, 4)
+    assert feed.eligible(model, dense, {}, 4)
+    assert feed.eligible(model, dense.repeat(), {}, 4)
     # Keras would transform it, or cannot say where it ends.
-    assert not _blocks.eligible(model, dense, {"class_weight": {0: 2.0}}, 4)
-    assert not _blocks.eligible(model, dense.filter(lambda a, b: True), {}, 4)
-    assert not _blocks.eligible(model, x, {}, 4)
+    assert not feed.eligible(model, dense, {"class_weight": {0: 2.0}}, 4)
+    assert not feed.eligible(model, dense.filter(lambda a, b: True), {}, 4)
+    assert not feed.eligible(model, x, {}, 4)
     # Dimensions other than the batch one vary; scalars; sparse tensors.
     ragged = tf.data.Dataset.from_tensors(
         (tf.zeros([4, 3]), tf.zeros([4]))
     ).map(lambda a, b: (a[:, : tf.cast(b[0], tf.int32) + 1], b))
-    assert not _blocks.eligible(model, ragged, {}, 4)
+    assert not feed.eligible(model, ragged, {}, 4)
     scalar = tf.data.Dataset.from_tensors((x, 1.0))
-    assert not _blocks.eligible(model, scalar, {}, 4)
+    assert not feed.eligible(model, scalar, {}, 4)
     sparse = tf.data.Dataset.from_tensors((tf.sparse.from_dense(x), y)).repeat()
-    assert not _blocks.eligible(model, sparse, {}, 4)
+    assert not feed.eligible(model, sparse, {}, 4)
     # Large inputs: a block would hold k batches of them.
     images = tf.data.Dataset.from_tensors(
         (tf.zeros([64, 96, 96, 3]), y)
     ).repeat()
-    assert _blocks.eligible(model, images, {}, 2)  # 14 MB a block
-    assert not _blocks.eligible(model, images, {}, 32)  # 226 MB a block
+    assert feed.eligible(model, images, {}, 2)  # 14 MB a block
+    assert not feed.eligible(model, images, {}, 32)  # 226 MB a block
     unbatched = images.unbatch().batch(64)  # batch size unknown
-    assert not _blocks.eligible(model, unbatched, {}, 2)  # 108 KiB an example
+    assert not feed.eligible(model, unbatched, {}, 2)  # 108 KiB an example
     # Distributed iterators: not under a strategy.
     with mirrored.scope():
         clones = compile_model(mlp())
-    assert not _blocks.eligible(clones, dense, {}, 4)
+    assert not feed.eligible(clones, dense, {}, 4)
 
 
 def test_fixed_steps_per_execution_reads_each_batch(reads):

@@ -1,8 +1,9 @@
 """Every private Keras internal keras_slim touches, pinned and checked.
 
-keras_slim pins `keras==3.15.*`. When the pin moves, these tests say which
-internal changed; the behavioural ones also say whether a workaround is
-still needed.
+keras_slim pins `keras==3.15.*` and reaches into Keras and TensorFlow in
+one module, `keras_slim/_keras.py`. When the pin moves, these tests say
+which internal changed; the behavioural ones also say whether a
+workaround is still needed.
 """
 
 import inspect
@@ -19,7 +20,9 @@ from keras.src.models import functional
 from keras.src.models import model as model_module
 
 import keras_slim
+from keras_slim import _keras
 from keras_slim import _optimizer
+from keras_slim._fit import multi_worker
 from tests.helpers import classification_data
 from tests.helpers import compile_model
 from tests.helpers import mlp
@@ -90,7 +93,7 @@ def test_keras_multi_step_loop_still_fails_under_mirrored(mirrored):
     """keras-team/keras#19246: why keras_slim has its own multi-step loop.
 
     If this starts passing, Keras fixed its loop and
-    keras_slim/_train_function.py may be retired.
+    keras_slim/_fit/loops.py's first unconditional step may be retired.
     """
     x, y = classification_data(128)
     with mirrored.scope():
@@ -124,7 +127,9 @@ def test_profiler_converter_binding(tmp_path):
     from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
     assert callable(_pywrap_profiler_plugin.xspace_to_tools_data)
-    assert keras.src.models.functional.Functional is functional.Functional
+    assert _keras.Functional is functional.Functional
+    data, ok = _keras.xspace_to_chrome_trace(str(tmp_path / "none.xplane"))
+    assert not ok
 
 
 def test_layer_walk_and_weights_file_layout_used_by_warm_start(tmp_path):
@@ -177,7 +182,7 @@ def test_internals_used_under_multi_worker_mirrored_strategy():
 
 
 def test_epoch_loop_details_the_blocks_rely_on(mirrored):
-    """keras_slim/_blocks.py: `Trainer._distribute_strategy` is None for a
+    """keras_slim/_fit/feed.py: `Trainer._distribute_strategy` is None for a
     model made outside any strategy; Keras's TF epoch iterator hands the
     default strategy's `experimental_distribute_dataset` the adapter's
     dataset, which returns it unchanged, and makes its iterators with
@@ -192,6 +197,104 @@ def test_epoch_loop_details_the_blocks_rely_on(mirrored):
     assert "experimental_distribute_dataset" in source
     assert "return self._distributed_dataset" in source
     # Keras's and SlimModel's own: nothing is built from the data.
-    for cls in (tf_trainer.TensorFlowTrainer, keras_slim.SlimModel):
-        source = inspect.getsource(cls._maybe_symbolic_build)
-        assert "if self._distribute_strategy is None:" in source
+    source = inspect.getsource(
+        tf_trainer.TensorFlowTrainer._maybe_symbolic_build
+    )
+    assert "if self._distribute_strategy is None:" in source
+    source = inspect.getsource(multi_worker.build_on_one_replica)
+    assert "if _keras.distribute_strategy_if_set(model) is None:" in source
+    assert "_fit.build_on_one_replica(" in inspect.getsource(
+        keras_slim.SlimModel._maybe_symbolic_build
+    )
+
+
+def test_only_keras_internals_module_imports_private_modules():
+    """`grep -rln "keras.src" keras_slim/` lists one file."""
+    import pathlib
+
+    package = pathlib.Path(keras_slim.__file__).parent
+    importers = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if "keras.src" in p.read_text()
+        or "tensorflow.python" in p.read_text()
+        or "tensorflow.core" in p.read_text()
+    )
+    assert importers == ["_keras.py"]
+
+
+def test_every_name_of_the_internals_module_works():
+    """Each name in `keras_slim._keras` on a real model and optimizer."""
+    model = compile_model(mlp(cls=keras.Model))
+    x, y = classification_data(8)
+    model.fit(x, y, batch_size=8, verbose=0)
+    assert isinstance(_keras.loss_tracker(model), keras.metrics.Mean)
+    assert _keras.call_has_training_arg(model) in (True, False)
+    assert _keras.distribute_strategy_if_set(model) is None
+    assert _keras.is_functional_call((1, 2), {}) in (True, False)
+    assert _keras.is_functional_call(
+        (), {"inputs": model.inputs, "outputs": model.outputs}
+    )
+    loss = _keras.compute_loss(model, x, y, model(x), sample_weight=None)
+    assert loss.shape == ()
+    assert float(_keras.unscale_loss(loss)) == pytest.approx(float(loss))
+    assert [layer.name for layer in _keras.flatten_layers(model)][0] == "mlp"
+    assert isinstance(
+        _keras.backing_variable(model.optimizer.iterations), tf.Variable
+    )
+    assert _keras.strategy_supports_no_merge_call() in (True, False)
+    assert not _keras.in_multi_worker_mode(tf.distribute.get_strategy())
+    graph = _keras.TrackableObjectGraph()
+    assert hasattr(graph, "nodes")
+    logs = _keras.reduce_step_outputs_auto(
+        {"loss": tf.constant(1.0)}, tf.distribute.get_strategy()
+    )
+    assert float(logs["loss"]) == 1.0
+    wrapped = _keras.autoconvert_optionals(model, lambda data: data)
+    assert callable(wrapped)
+    built = compile_model(mlp(cls=keras.Model))
+    _keras.symbolic_build(built, (x, y))
+    assert built.optimizer.built
+
+
+def test_the_sum_replacement_is_per_optimizer_instance():
+    """`replace_all_reduce_sum` sets Keras's `_all_reduce_sum_gradients` on
+    one instance, keeps Keras's bound method as the fallback, and is
+    idempotent."""
+    one, other = keras.optimizers.SGD(), keras.optimizers.SGD()
+    seen = []
+
+    def make(original):
+        seen.append(original)
+        return lambda grads_and_vars: original(grads_and_vars)
+
+    first = _keras.replace_all_reduce_sum(one, make)
+    assert _keras.replace_all_reduce_sum(one, make) is first
+    assert len(seen) == 1 and seen[0].__self__ is one
+    assert "_all_reduce_sum_gradients" not in vars(other)
+
+
+def test_fit_gives_all_callbacks_one_params_dict():
+    """A plain model's run is told apart from the next `fit`'s by the
+    `params` dict Keras's `CallbackList` hands every callback of a call."""
+    seen = []
+
+    class Params(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            seen.append(self.params)
+
+    model = compile_model(mlp(cls=keras.Model))
+    x, y = classification_data(8)
+    model.fit(x, y, verbose=0, callbacks=[Params(), Params()])
+    model.fit(x, y, verbose=0, callbacks=[Params()])
+    assert seen[0] is seen[1]
+    assert seen[2] is not seen[0]
+
+
+def test_keras_loop_calls_train_function_after_batch_begin():
+    """`Run.request_no_step` wraps a plain model's train function from a
+    callback's `on_train_batch_begin`: Keras must look the function up
+    after that hook, on every batch."""
+    source = inspect.getsource(tf_trainer.TensorFlowTrainer.fit)
+    begin = source.index("callbacks.on_train_batch_begin(begin_step)")
+    assert source.index("self.train_function(iterator)", begin) > begin

@@ -463,9 +463,9 @@ def test_uncompiled_model():
 
 
 def test_startup_delay_under_sync_multi_worker_strategy(monkeypatch):
-    from keras_slim import learning
+    from keras_slim import _strategy
 
-    monkeypatch.setattr(learning, "_is_sync_multi_worker", lambda s: True)
+    monkeypatch.setattr(_strategy, "is_multi_worker", lambda s: True)
     with pytest.raises(ValueError, match="startup_delay_steps. must be 0"):
         keras_slim.train(
             logistic_classifier(),

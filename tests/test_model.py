@@ -8,6 +8,7 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import _optimizer
+from keras_slim import _run
 from tests.helpers import classification_data
 from tests.helpers import compile_model
 from tests.helpers import max_abs_diff
@@ -229,7 +230,7 @@ def test_presummed_context_is_left_clean():
     x, y = classification_data(64)
     model = compile_model(mlp())
     model.fit(x, y, batch_size=32, verbose=0)
-    assert vars(model.optimizer)[_optimizer._DEPTH] == 0
+    assert _optimizer.install(model.optimizer).depth == 0
 
 
 def test_loss_scale_optimizer_clips_like_unscaled():
@@ -355,24 +356,25 @@ def test_subclassed_model_built_on_first_trace():
     )
     model.fit(x, y, batch_size=32, verbose=0)
     assert int(model.optimizer.iterations.numpy()) == 2
-    assert [v.path for v in model._keras_slim_plan.variables] == [
+    assert [v.path for v in model._policy_plan.variables] == [
         "subclassed/fc1/kernel",
         "subclassed/fc1/bias",
         "subclassed/logits/kernel",
         "subclassed/logits/bias",
     ]
-    assert model._keras_slim_plan.multipliers == (None, None, 2.0, 2.0)
+    assert model._policy_plan.multipliers == (None, None, 2.0, 2.0)
 
 
 def test_nonfinite_step_skipped_silently_when_not_raising():
     """The mode keras_slim.train(fail_on_nan_loss=False) builds on."""
     x, y = _nan_data()
     model = compile_model(mlp(), keras.optimizers.Adam(0.01))
-    model._raise_on_nonfinite = False
     reference = compile_model(mlp(), keras.optimizers.Adam(0.01))
     keep = np.ones(128, bool)
     keep[64:96] = False  # the batch holding the NaN row
     reference.fit(x[keep], y[keep], batch_size=32, shuffle=False, verbose=0)
-    model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
+    with _run.start(model) as run:
+        run.raise_on_nonfinite = False
+        model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
     assert int(model.optimizer.iterations.numpy()) == 3
     assert max_abs_diff(weights(model), weights(reference)) < 1e-6

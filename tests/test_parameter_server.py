@@ -16,7 +16,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_slim import _parameter_server
+from keras_slim import _keras
 
 SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
 
@@ -127,9 +127,11 @@ def test_keras_slim_train(tmp_path):
 
 
 def test_atomic_updates_trace_single_ops():
-    """The mechanism: inside `atomic_updates`, a traced `assign_add` is one
-    AssignAddVariableOp, not a read, an add and an assign."""
+    """The mechanism: a variable made atomic traces `assign_add` as one
+    AssignAddVariableOp, not a read, an add and an assign; another
+    variable keeps Keras's own method."""
     variable = keras.Variable(0.0)
+    other = keras.Variable(0.0)
 
     def ops(function):
         graph = tf.function(function).get_concrete_function().graph
@@ -138,13 +140,14 @@ def test_atomic_updates_trace_single_ops():
     plain = ops(lambda: variable.assign_add(1.0))
     assert "AssignVariableOp" in plain and "AssignAddVariableOp" not in plain
 
+    _keras.make_assign_add_atomic(variable)
+
     def atomic():
-        with _parameter_server.atomic_updates():
-            variable.assign_add(1.0)
-            variable.assign_sub(2.0)
+        variable.assign_add(1.0)
+        variable.assign_sub(2.0)
 
     traced = ops(atomic)
     assert {"AssignAddVariableOp", "AssignSubVariableOp"} <= traced
     assert "AssignVariableOp" not in traced
-    # Outside the context, Keras's own method is back.
-    assert "AssignAddVariableOp" not in ops(lambda: variable.assign_add(1.0))
+    # Only that variable changed: no process-wide patch.
+    assert "AssignAddVariableOp" not in ops(lambda: other.assign_add(1.0))

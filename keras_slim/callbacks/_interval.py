@@ -1,11 +1,13 @@
-"""One trigger for `every_n_steps` / `every_n_secs` intervals.
+"""One trigger for `every_n_steps` / `every_n_secs` / `at_steps`.
 
-Every callback that acts "every N steps or every T seconds" asks this
-trigger. It takes the global step (and a time, or a clock that tests
-replace) and says whether the interval has elapsed. It counts step jumps:
-with `steps_per_execution = 4` the step goes 4, 8, 12, ... and an interval
-of 10 steps fires at 12 and 20, the first steps at or past each multiple.
-Like CommonLoopUtils' `PeriodicAction.__call__(step, t=None) -> bool`.
+Every callback that acts "every N steps, every T seconds, or at these
+steps" asks this trigger. It takes the global step (and a time, or a clock
+that tests replace) and says whether the interval has elapsed. It counts
+step jumps: with `steps_per_execution = 4` the step goes 4, 8, 12, ... and
+an interval of 10 steps fires at 12 and 20, the first steps at or past
+each multiple. Like CommonLoopUtils' `PeriodicAction.__call__(step,
+t=None) -> bool`. `first_due(first, last)` answers the other question,
+asked before steps run: which step of a range is due (`Trace`).
 """
 
 import time
@@ -13,18 +15,34 @@ import time
 from keras_slim import _validation
 
 
+def _check_steps(at_steps):
+    if not isinstance(at_steps, (list, tuple, set, frozenset)) or any(
+        not _validation.is_int(s) or s < 0 for s in at_steps
+    ):
+        raise _validation.invalid(
+            "at_steps", at_steps, "a list of non-negative integers"
+        )
+    return frozenset(int(s) for s in at_steps)
+
+
 class IntervalTrigger:
-    """Fires when `every_n_steps` steps or `every_n_secs` seconds passed.
+    """Fires when `every_n_steps` steps or `every_n_secs` seconds passed,
+    or at one of `at_steps`.
 
     Args:
         every_n_steps: Positive integer or `None`. Fires at the first step
-            at or past each multiple of `every_n_steps`.
+            at or past each multiple of `every_n_steps`. Defaults to
+            `None`.
         every_n_secs: Positive number or `None`. Fires when that many
             seconds passed since the trigger last fired (or was reset).
-        clock: A function returning seconds; `time.monotonic` by default.
+            Defaults to `None`.
+        at_steps: Non-negative integers: fires at the first step at or
+            past each of them. Defaults to `()`.
+        clock: A function returning seconds. Defaults to `time.monotonic`.
 
     Raises:
-        ValueError: if `every_n_steps` or `every_n_secs` is not positive.
+        ValueError: if `every_n_steps` or `every_n_secs` is not positive,
+            or `at_steps` holds anything but non-negative integers.
 
     Example:
     ```python
@@ -34,13 +52,16 @@ class IntervalTrigger:
     ```
     """
 
-    def __init__(self, every_n_steps=None, every_n_secs=None, clock=None):
+    def __init__(
+        self, every_n_steps=None, every_n_secs=None, *, at_steps=(), clock=None
+    ):
         self.every_n_steps = _validation.positive_int_or_none(
             "every_n_steps", every_n_steps
         )
         self.every_n_secs = _validation.positive_number_or_none(
             "every_n_secs", every_n_secs
         )
+        self.at_steps = _check_steps(at_steps)
         self._clock = clock or time.monotonic
         self._last_step = None
         self._last_time = None
@@ -48,7 +69,35 @@ class IntervalTrigger:
     @property
     def enabled(self):
         """Whether the trigger can fire at all."""
-        return self.every_n_steps is not None or self.every_n_secs is not None
+        return (
+            self.every_n_steps is not None
+            or self.every_n_secs is not None
+            or bool(self.at_steps)
+        )
+
+    def first_due(self, first, last):
+        """The first step in `[first, last]` that is one of `at_steps` or a
+        multiple of `every_n_steps`, or `None`; stateless.
+
+        Args:
+            first: The first global step of the range.
+            last: The last global step of the range.
+
+        Returns:
+            An int or `None`.
+
+        Example:
+        ```python
+        IntervalTrigger(every_n_steps=10).first_due(3, 12)  # 10
+        ```
+        """
+        due = [s for s in self.at_steps if first <= s <= last]
+        n = self.every_n_steps
+        if n is not None:
+            step = -(-first // n) * n
+            if step <= last:
+                due.append(step)
+        return min(due) if due else None
 
     def reset(self, step, t=None):
         """Starts counting both intervals from `step` and now (or `t`)."""
@@ -69,6 +118,8 @@ class IntervalTrigger:
             raise RuntimeError("IntervalTrigger used before `reset()`.")
         n = self.every_n_steps
         if n is not None and step // n > self._last_step // n:
+            return True
+        if any(self._last_step < s <= step for s in self.at_steps):
             return True
         if self.every_n_secs is not None:
             t = self._clock() if t is None else t

@@ -13,9 +13,9 @@ and `SlimModel` update with the batch's loss weighted by its size): its
 `total` and `count` read before and after a step give that step's loss
 and batch size. Both are read only around the steps that need them. A
 `SlimModel` running several steps per call records the tracker after each
-step in the graph (`_train_function`), so `StepLoss` gets the loss of each
-step of a call, read once when the call ends, and the callbacks that want
-single steps' losses need not run one step per call
+step in the graph (`keras_slim/_fit/loops.py`), so `StepLoss` gets the
+loss of each step of a call, read once when the call ends, and the
+callbacks that want single steps' losses need not run one step per call
 (`records_step_losses`).
 
 Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
@@ -26,34 +26,19 @@ promise that. So there `StepLoss` reads this worker's own replicas only:
 the loss of the worker's share of the global batch, as a TF-Slim worker
 logged its own clones' loss.
 
-`StepCallback` is the base of every callback that acts on the global step:
-it holds the counter, so the bookkeeping lives once.
+`keras_slim.callbacks.StepCallback` (`step_callback.py`) is the base of
+every callback that acts on the global step: it holds the counter, so the
+bookkeeping lives once.
 """
 
-import keras
 import numpy as np
 
-from keras_slim._train_function import is_multi_worker
+from keras_slim import _keras
+from keras_slim import _run
+from keras_slim import _strategy
 
-
-def settle(model):
-    """Waits for the model's steps in flight, where steps run asynchronously.
-
-    Under `ParameterServerStrategy` `fit` schedules steps on the workers
-    and goes on; a callback that reads the global step or the loss first
-    waits for the scheduled steps to finish (the coordinator's `join`), so
-    it reads what those steps did. Elsewhere steps are done when a batch
-    ends, and this does nothing.
-    """
-    wait = getattr(model, "_keras_slim_settle", None)
-    if wait is not None:
-        wait()
-
-
-def global_step(model):
-    """Returns `model.optimizer.iterations` as a Python int (a host read)."""
-    settle(model)
-    return int(model.optimizer.iterations.numpy())
+#: `model.optimizer.iterations` as a Python int, after the steps in flight.
+global_step = _run.global_step
 
 
 def steps_in_batch(begin, end):
@@ -94,84 +79,8 @@ class StepCounter:
         return self.step
 
 
-class StepCallback(keras.callbacks.Callback):
-    """A callback that follows the global step on the host.
-
-    The step is read when the first batch begins (after every callback's
-    `on_train_begin`, so after `Checkpoints` restored a run; a subclass may
-    read it earlier with `self.counter.sync()`), counted on the host for
-    each batch, and read again at each epoch's end (a last execution may
-    run fewer steps than `steps_per_execution`). Subclasses that override a
-    hook call `super()` first; `on_first_batch(step)` runs once per `fit`.
-
-    Example:
-    ```python
-    class PrintStep(StepCallback):
-        def on_train_batch_end(self, batch, logs=None):
-            super().on_train_batch_end(batch, logs)
-            print(self.counter.step)
-    ```
-    """
-
-    def on_train_begin(self, logs=None):
-        self.counter = StepCounter(self.model)
-        self.runs_no_step = False
-
-    def on_first_batch(self, step):
-        """Called when the first batch of a `fit` call begins."""
-
-    def step_multiples(self, model):
-        """Global steps this callback must see at the end of a call of the
-        train function; `SlimModel` picks `steps_per_execution` dividing
-        them all (`[1]`: one step per call; `[]`: any count).
-
-        Args:
-            model: The model about to be fitted.
-
-        Returns:
-            A list of positive ints.
-        """
-        del model
-        return []
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.counter.step is None:
-            self.on_first_batch(self.counter.sync())
-        self._batch_begin = batch
-        # `StopAtStep`, listed earlier, stops a run already at its target
-        # before its first batch: that batch runs no step.
-        self.runs_no_step = bool(getattr(self.model, "stop_training", False))
-
-    def on_train_batch_end(self, batch, logs=None):
-        if not self.runs_no_step:
-            self.counter.advance(self._batch_begin, batch)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self.counter.step is not None:
-            self.counter.sync()
-
-    @property
-    def next_step(self):
-        """The global step after the coming batch, if it runs in full."""
-        return self.counter.next_step(self.model.steps_per_execution)
-
-    def steps_in_batch(self, batch):
-        """How many steps the batch ending at index `batch` ran."""
-        return steps_in_batch(self._batch_begin, batch)
-
-
-def records_step_losses(model):
-    """Whether `model`'s multi-step calls record each step's loss.
-
-    True for a `SlimModel` (outside `MultiWorkerMirroredStrategy`, where
-    its steps per call stay 1 when left to it): a callback reading the
-    loss of single steps through `StepLoss` then leaves the steps per call
-    free (`step_multiples`).
-    """
-    return bool(getattr(model, "_keras_slim_records_steps", False))
-
-
 def _loss_tracker(model):
+    # By name: a plain model's own train step may report through another.
     for metric in getattr(model, "metrics", []):
         if metric.name == "loss" and hasattr(metric, "total"):
             return metric
@@ -209,7 +118,7 @@ class StepLoss:
         self._mark = None
         self._recorded = False
         strategy = model.distribute_strategy
-        self._local = strategy if is_multi_worker(strategy) else None
+        self._local = strategy if _strategy.is_multi_worker(strategy) else None
 
     @property
     def available(self):
@@ -217,7 +126,9 @@ class StepLoss:
         return self._tracker is not None
 
     def _read(self):
-        settle(self._model)
+        run = _run.current(self._model)
+        if run is not None:
+            run.settle()
         return self._value(self._tracker.total), self._value(
             self._tracker.count
         )
@@ -226,7 +137,9 @@ class StepLoss:
         if self._local is None:
             return float(variable.numpy())
         # The backing tf.Variable's local components: no collective.
-        parts = self._local.experimental_local_results(variable._value)
+        parts = self._local.experimental_local_results(
+            _keras.backing_variable(variable)
+        )
         return float(sum(np.asarray(part) for part in parts))
 
     def mark(self):
@@ -254,7 +167,8 @@ class StepLoss:
             non-finite loss, which counts no example), or `None` when the
             train function does not record steps.
         """
-        records = getattr(self._model, "_keras_slim_step_records", None)
+        run = _run.current(self._model)
+        records = run.records if run is not None else None
         self._recorded = records is not None
         if records is None:
             return None

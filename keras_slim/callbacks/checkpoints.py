@@ -10,13 +10,9 @@ from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
-from keras_slim.callbacks._steps import StepCallback
+from keras_slim.callbacks.step_callback import StepCallback
 
 logger = logging.getLogger("keras_slim")
-
-
-def _is_chief(strategy):
-    return bool(strategy.extended.should_checkpoint)
 
 
 def _worker_directory(directory, strategy):
@@ -104,8 +100,6 @@ class Checkpoints(StepCallback):
         self.restore = _validation.boolean("restore", restore)
         self.restored_path = None
         self._manager = None
-        # keras_slim.train(is_chief=...) overrides the strategy's answer.
-        self._chief_override = None
 
     def step_multiples(self, model):
         # The step of the checkpoint a restore will start from, too, so
@@ -123,11 +117,7 @@ class Checkpoints(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         strategy = self.model.distribute_strategy
-        self._chief = (
-            _is_chief(strategy)
-            if self._chief_override is None
-            else self._chief_override
-        )
+        self._chief = self.run.is_chief
         write_dir = (
             self.directory
             if self._chief
@@ -150,7 +140,7 @@ class Checkpoints(StepCallback):
             )
             if self.restored_path:
                 logger.info("Restored %s", self.restored_path)
-        checkpoints_lib.note_resumed(self.model, self.restored_path)
+        self.run.resumed_from = self.restored_path
         step = self.counter.sync()
         self._trigger.reset(step)
         self._saved_step = step if self.restored_path else None
@@ -171,7 +161,7 @@ class Checkpoints(StepCallback):
 
     def on_train_end(self, logs=None):
         # The resume concerns this fit only (WarmStart reads it).
-        checkpoints_lib.note_resumed(self.model, None)
+        self.run.resumed_from = None
         if self.counter.sync() != self._saved_step:
             self.save()
 

@@ -3,11 +3,11 @@
 import logging
 import time
 
+from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.callbacks._interval import IntervalTrigger
-from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
-from keras_slim.callbacks._steps import records_step_losses
+from keras_slim.callbacks.step_callback import StepCallback
 
 logger = logging.getLogger("keras_slim")
 
@@ -129,6 +129,6 @@ class LogEveryNSteps(StepCallback):
         Returns:
             `[every_n_steps]`, or `[]`.
         """
-        if records_step_losses(model):
+        if _run.records_step_losses(model):
             return []
         return [self.every_n_steps]

@@ -5,6 +5,7 @@ import math
 
 import keras
 
+from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.callbacks._steps import global_step
 from keras_slim.errors import NanLossDuringTrainingError
@@ -48,16 +49,11 @@ class NanLossGuard(keras.callbacks.Callback):
     def __init__(self, fail=True):
         super().__init__()
         self.fail = _validation.boolean("fail", fail)
-        self._saved_raise = None
 
     def on_train_begin(self, logs=None):
-        # A SlimModel gates its update on a finite loss; tell it whether to
-        # raise or to skip the step silently.
-        if hasattr(self.model, "_raise_on_nonfinite"):
-            if self.model._raise_on_nonfinite != self.fail:
-                self._saved_raise = self.model._raise_on_nonfinite
-                self.model._raise_on_nonfinite = self.fail
-                self.model.make_train_function(force=True)
+        # A SlimModel gates its update on a finite loss; the run tells its
+        # train step whether to raise or to skip the step silently.
+        _run.of(self.model, self.params).raise_on_nonfinite = self.fail
 
     def on_epoch_begin(self, epoch, logs=None):
         self._warned = False
@@ -71,7 +67,7 @@ class NanLossGuard(keras.callbacks.Callback):
         Returns:
             `[]`, or `[1]` for a model without that check.
         """
-        return [] if hasattr(model, "gradient_policy") else [1]
+        return [] if _run.is_slim_model(model) else [1]
 
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
@@ -88,10 +84,3 @@ class NanLossGuard(keras.callbacks.Callback):
                 step,
             )
             self._warned = True
-
-    def on_train_end(self, logs=None):
-        if self._saved_raise is not None:
-            self.model._raise_on_nonfinite = self._saved_raise
-            self._saved_raise = None
-            # Rebuilt by the next fit, with the model's own setting.
-            self.model.train_function = None

@@ -1,13 +1,7 @@
 """`StopAtStep`: stop training at a global step (contrib.learn semantics)."""
 
 from keras_slim import _validation
-from keras_slim.callbacks._steps import StepCallback
-
-
-def _no_step(iterator):
-    """A train function that runs no step (the target is already reached)."""
-    del iterator
-    return {}
+from keras_slim.callbacks.step_callback import StepCallback
 
 
 class StopAtStep(StepCallback):
@@ -75,20 +69,20 @@ class StopAtStep(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self.target = None
-        self._train_function = None
+        self._no_step = False
 
     def on_first_batch(self, step):
         self.target = (
             step + self.num_steps if self.num_steps else self.last_step
         )
         if step >= self.target:
-            self._train_function = self.model.train_function
-            self.model.train_function = _no_step
+            self._no_step = True
+            self.run.request_no_step()
             self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        if self._train_function is not None:
+        if self._no_step:
             return
         # The count may run ahead of the optimizer (a skipped step): read it.
         if (
@@ -96,8 +90,3 @@ class StopAtStep(StepCallback):
             and self.counter.sync() >= self.target
         ):
             self.model.stop_training = True
-
-    def on_train_end(self, logs=None):
-        if self._train_function is not None:
-            self.model.train_function = self._train_function
-            self._train_function = None

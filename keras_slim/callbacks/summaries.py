@@ -4,14 +4,15 @@ import time
 
 import keras
 import tensorflow as tf
-from keras.src.models.functional import Functional
 
+from keras_slim import _keras
+from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._step_summaries import StepSummaries
-from keras_slim.callbacks._steps import StepCallback
 from keras_slim.callbacks._steps import StepLoss
+from keras_slim.callbacks.step_callback import StepCallback
 
 
 def _learning_rate(optimizer):
@@ -43,9 +44,9 @@ class Summaries(StepCallback):
     true only on the steps that write; activations are computed on the
     step's batch with `training=False`, so dropout and batch-norm updates
     do not run twice. Steps that write nothing cost no host sync and no
-    extra forward pass; the `tf.cond` itself costs about 13% of a 1 ms
-    step (an MLP on 2 CPU cores) and nothing measurable on a 12 ms one
-    (docs/benchmarks.md), so these two are off by default. A variable
+    extra forward pass; the `tf.cond` itself costs a measurable share of a
+    small model's step (docs/benchmarks.md), so these two are off by
+    default. A variable
     without a gradient is logged once, not an error. The writer is created
     on the first write (no empty event files), and only where the strategy
     writes summaries (the chief). With
@@ -105,13 +106,13 @@ class Summaries(StepCallback):
 
     def _check_model(self):
         need = [n for n in ("gradients", "activations") if getattr(self, n)]
-        if need and not hasattr(self.model, "_keras_slim_plan"):
+        if need and not _run.is_slim_model(self.model):
             raise ValueError(
                 f"Summaries({need[0]}=True) needs a keras_slim.SlimModel, "
                 f"whose train step can write them. Received a "
                 f"{type(self.model).__name__}; use keras_slim.wrap(model)."
             )
-        if self.activations and not isinstance(self.model, Functional):
+        if self.activations and not isinstance(self.model, _keras.Functional):
             raise ValueError(
                 "Summaries(activations=True) needs a functional model (its "
                 "layers' outputs are known). Received a subclassed "
@@ -121,8 +122,7 @@ class Summaries(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self._check_model()
-        strategy = self.model.distribute_strategy
-        self._chief = bool(strategy.extended.should_save_summary)
+        self._chief = self.run.is_chief
         if self._chief:
             check_writable(
                 "logdir", self.logdir, what="summaries", create=False
@@ -137,8 +137,8 @@ class Summaries(StepCallback):
                 activations=self.activations,
                 model=self.model,
             )
-            self.model._keras_slim_summaries = self._in_step
-            self.model.make_train_function(force=True)
+            # The run's train function traces the hook into the step.
+            self.run.step_summaries = self._in_step
 
     def _get_writer(self):
         if self._writer is None:
@@ -210,8 +210,7 @@ class Summaries(StepCallback):
 
     def on_train_end(self, logs=None):
         if self._in_step is not None:
-            del self.model._keras_slim_summaries
-            self.model.train_function = None
+            self.run.step_summaries = None
             self._in_step = None
         if self._writer is not None:
             self._writer.flush()

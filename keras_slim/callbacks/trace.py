@@ -5,9 +5,7 @@ writes `plugins/profile/<run>/<host>.xplane.pb` under `logdir` for
 TensorBoard's profile tab. The xplane is then converted to Chrome-trace
 JSON, `tf_trace-<global step>.json` in `logdir` as TF-Slim named it, which
 opens in Perfetto or chrome://tracing. The conversion is TensorFlow's own
-(`_pywrap_profiler_plugin.xspace_to_tools_data`, tool `trace_viewer@`), a
-private binding pinned with TensorFlow and checked by
-tests/test_keras_internals.py.
+(`keras_slim._keras.xspace_to_chrome_trace`).
 """
 
 import glob
@@ -16,21 +14,13 @@ import os
 
 import tensorflow as tf
 
+from keras_slim import _keras
 from keras_slim import _validation
 from keras_slim.callbacks._files import check_writable
-from keras_slim.callbacks._steps import StepCallback
+from keras_slim.callbacks._interval import IntervalTrigger
+from keras_slim.callbacks.step_callback import StepCallback
 
 logger = logging.getLogger("keras_slim")
-
-
-def _check_steps(at_steps):
-    if not isinstance(at_steps, (list, tuple, set, frozenset)) or any(
-        not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in at_steps
-    ):
-        raise _validation.invalid(
-            "at_steps", at_steps, "a list of non-negative integers"
-        )
-    return frozenset(at_steps)
 
 
 def xplane_to_chrome_trace(xplane_path):
@@ -45,11 +35,7 @@ def xplane_to_chrome_trace(xplane_path):
     Raises:
         RuntimeError: if TensorFlow's converter fails.
     """
-    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
-
-    data, ok = _pywrap_profiler_plugin.xspace_to_tools_data(
-        [xplane_path], "trace_viewer@", {}
-    )
+    data, ok = _keras.xspace_to_chrome_trace(xplane_path)
     if not ok:
         raise RuntimeError(f"Could not convert {xplane_path} to a trace.")
     return data
@@ -100,26 +86,15 @@ class Trace(StepCallback):
     ```
     """
 
-    def __init__(self, logdir, every_n_steps=None, at_steps=()):
+    def __init__(self, logdir, *, every_n_steps=None, at_steps=()):
         super().__init__()
         self.logdir = _validation.path("logdir", logdir)
-        self.every_n_steps = _validation.positive_int_or_none(
-            "every_n_steps", every_n_steps
+        self._steps = IntervalTrigger(
+            every_n_steps=every_n_steps, at_steps=at_steps
         )
-        self.at_steps = _check_steps(at_steps)
+        self.every_n_steps = self._steps.every_n_steps
+        self.at_steps = self._steps.at_steps
         self.traces = []
-
-    def _chosen(self, first, last):
-        """The chosen step in `[first, last]`, or `None`."""
-        for step in sorted(self.at_steps):
-            if first <= step <= last:
-                return step
-        n = self.every_n_steps
-        if n is not None:
-            step = -(-first // n) * n
-            if step <= last:
-                return step
-        return None
 
     def step_multiples(self, model):
         # A trace is of one step: one step per call when any is chosen.
@@ -127,9 +102,8 @@ class Trace(StepCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        strategy = self.model.distribute_strategy
         # Only the chief traces, as only it writes summaries.
-        self._chief = bool(strategy.extended.should_save_summary)
+        self._chief = self.run.is_chief
         if self._chief:
             check_writable("logdir", self.logdir, what="traces", create=False)
         self._tracing = None
@@ -140,7 +114,7 @@ class Trace(StepCallback):
             return
         first = self.counter.step
         last = first + self.model.steps_per_execution - 1
-        step = self._chosen(first, last)
+        step = self._steps.first_due(first, last)
         if step is not None:
             self._start(step)
 

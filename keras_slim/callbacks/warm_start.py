@@ -6,6 +6,8 @@ import re
 import keras
 
 from keras_slim import _checkpoint_readers
+from keras_slim import _keras
+from keras_slim import _run
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
 from keras_slim.gradients import variable_path
@@ -47,7 +49,7 @@ def _name_map(value):
 
 def _layers(model):
     # Every layer, nested ones included, as Keras's saving walks them.
-    return list(model._flatten_layers(include_self=True))
+    return _keras.flatten_layers(model)
 
 
 class WarmStart(keras.callbacks.Callback):
@@ -168,7 +170,7 @@ class WarmStart(keras.callbacks.Callback):
         if self._done:
             return
         self._done = True
-        resumed = checkpoints_lib.resumed_from(self.model)
+        resumed = _run.of(self.model, self.params).resumed_from
         if resumed is not None:
             self.resumed_from = resumed
             self.report = {"restored": [], "missing": [], "mismatched": []}

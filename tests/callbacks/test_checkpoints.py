@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
+from keras_slim import _run
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import StopAtStep
 from tests.callbacks import common
@@ -204,8 +205,9 @@ def test_never_writes_a_non_finite_state(tmp_path):
 def test_non_chief_writes_nothing_in_the_directory(tmp_path):
     _, _, data = common.full_batch()
     saver = Checkpoints(tmp_path, every_n_steps=1)
-    saver._chief_override = False
-    common.fit(common.model(), data, 3, [saver])
+    model = common.model()
+    with _run.start(model, is_chief=False):
+        common.fit(model, data, 3, [saver])
     assert os.listdir(tmp_path) == []
 
 

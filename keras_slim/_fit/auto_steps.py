@@ -17,7 +17,7 @@ batch-level callbacks see. So a `SlimModel` compiled without
   begins, and the epoch's length, so each of them still falls on the end
   of a call. Losses of single steps (`LogEveryNSteps`, the last step's
   loss of `train`) constrain nothing: a `SlimModel` records each step's
-  loss in the call (`_train_function`).
+  loss in the call (`keras_slim/_fit/loops.py`).
 """
 
 import math
@@ -25,6 +25,8 @@ import math
 import keras
 import numpy as np
 import tensorflow as tf
+
+from keras_slim import _strategy
 
 MAX_STEPS = 32
 
@@ -65,23 +67,21 @@ def _epoch_length(x, kwargs):
     return None
 
 
-def choose(model, x, kwargs, step_callback_type):
+def choose(model, x, kwargs):
     """The steps per execution for one `fit` call.
 
     Args:
         model: The `SlimModel`.
         x: `fit`'s data argument.
         kwargs: `fit`'s other keyword arguments.
-        step_callback_type: keras_slim's `StepCallback` class.
 
     Returns:
         A positive int.
     """
-    from keras_slim._parameter_server import is_parameter_server
-    from keras_slim._train_function import is_multi_worker
-
-    strategy = model.distribute_strategy
-    if is_multi_worker(strategy) or is_parameter_server(strategy):
+    if _strategy.kind(model.distribute_strategy) in (
+        _strategy.MULTI_WORKER,
+        _strategy.PARAMETER_SERVER,
+    ):
         return 1
     if x is not None and not isinstance(x, (tf.data.Dataset, np.ndarray)):
         return 1  # generators, PyDatasets: their length is their own
@@ -91,9 +91,8 @@ def choose(model, x, kwargs, step_callback_type):
     start = int(optimizer.iterations.numpy()) if optimizer is not None else 0
     constraints = [start] if start > 0 else []
     for callback in kwargs.get("callbacks") or []:
-        if isinstance(callback, step_callback_type) or hasattr(
-            callback, "step_multiples"
-        ):
+        # keras_slim's StepCallbacks, or any callback that says the same.
+        if hasattr(callback, "step_multiples"):
             constraints += callback.step_multiples(model)
         elif acts_on_batches(callback):
             return 1

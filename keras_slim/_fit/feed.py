@@ -1,14 +1,20 @@
-"""Feeding the batches of several steps with one read of the data.
+"""The data feed of one `fit`: what Keras iterates, what the loop reads.
+
+Every `SlimModel.fit` has a feed, held by its run (`Run.feed`). `make`
+picks it: a `Feed` hands Keras the data as given and the train function
+reads Keras's iterators (arrays, generators, datasets at one step per
+call); a `BlockFeed` reads a dataset a block of batches at a time.
+
+Blocks: feeding the batches of several steps with one read of the data.
 
 A read of a `tf.data` iterator (`IteratorGetNext`) costs about 50 us on
-the 2-core CPU of bench/step_floor.py, a third of the small MLP's step;
+a 2-core CPU (bench/step_floor.py), much of a small MLP's step;
 TF-Slim's benchmark peer read `tf.constant` tensors and paid nothing. When
 `SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, it
 reads blocks of `k` batches instead (`dataset.batch(k)`, or
 `ragged_batch(k)` where the batch dimension varies, e.g. a short last
 batch) and the train function slices batch `i` out of the block in the
-graph: one read per call instead of `k` (bench/step_floor.py: 174 -> 143
-us per step of the MLP in fit's call).
+graph: one read per call instead of `k` (figures in docs/benchmarks.md).
 
 Keras's `fit` still runs its own epoch loop, which counts steps and makes
 an iterator for each pass over the data (and one more at each epoch's
@@ -33,6 +39,8 @@ where the batch size is known; at most 4 KiB per example where it is not
 
 import keras
 import tensorflow as tf
+
+from keras_slim import _keras
 
 # Blocks pay where a read costs much of a step, i.e. for small inputs: at
 # most this many bytes per block (batch size known), or per example
@@ -72,7 +80,9 @@ def eligible(model, x, kwargs, steps):
     """
     if not isinstance(x, tf.data.Dataset) or kwargs.get("class_weight"):
         return False
-    if model._distribute_strategy is not None or tf.distribute.has_strategy():
+    if _keras.distribute_strategy_if_set(model) is not None or (
+        tf.distribute.has_strategy()
+    ):
         return False
     if keras.distribution.distribution() is not None:
         return False
@@ -90,22 +100,53 @@ def _zeros(spec, one):
     return tf.zeros(tf.stack(shape), spec.dtype)
 
 
-class Feeder:
-    """The blocks of `steps` batches of `dataset`, one pass per Keras pass.
+class Feed:
+    """Keras's own feed: `fit` iterates the data as given.
+
+    Args:
+        x: `fit`'s data argument.
+        y: `fit`'s targets, or `None`.
+        kwargs: `fit`'s other keyword arguments.
+
+    Example:
+    ```python
+    feed = Feed(x, y, kwargs)
+    model.fit(*feed.keras_data(), **feed.kwargs)
+    ```
+    """
+
+    reads_blocks = False
+
+    def __init__(self, x, y, kwargs):
+        self.x = x
+        self.y = y
+        self.kwargs = kwargs
+
+    def keras_data(self):
+        """`(x, y)` as Keras's `fit` is to iterate them."""
+        return self.x, self.y
+
+
+class BlockFeed(Feed):
+    """The blocks of `steps` batches of a dataset, one pass per Keras pass.
 
     Args:
         dataset: A dataset `eligible` accepted.
         steps: The steps per call (`k`).
+        kwargs: `fit`'s other keyword arguments.
 
     Example:
     ```python
-    feeder = Feeder(dataset, steps=30)
-    model.fit(feeder.stand_in, ...)  # the train function calls:
-    blocks = feeder.blocks_for(keras_iterator)
+    feed = BlockFeed(dataset, 30, kwargs)
+    model.fit(*feed.keras_data(), ...)  # the train function calls:
+    blocks = feed.blocks_for(keras_iterator)
     ```
     """
 
-    def __init__(self, dataset, steps):
+    reads_blocks = True
+
+    def __init__(self, dataset, steps, kwargs):
+        super().__init__(dataset, None, kwargs)
         self.steps = steps
         spec = dataset.element_spec
         static = all(s.shape.is_fully_defined() for s in tf.nest.flatten(spec))
@@ -124,9 +165,12 @@ class Feeder:
         stand_in = indices.map(zeros)
         stand_in = stand_in.repeat() if endless else stand_in
         stand_in.__class__ = _stand_in_class(type(stand_in))
-        stand_in._keras_slim_feeder = self
+        stand_in._feed = self
         self.stand_in = stand_in
         self._passes = []
+
+    def keras_data(self):
+        return self.stand_in, None
 
     def _new_pass(self, keras_iterator):
         # Keras made an iterator: a pass over the real data starts too, so
@@ -144,16 +188,41 @@ class Feeder:
         return self.blocks_for(keras_iterator)
 
 
+def make(model, x, y, kwargs, steps):
+    """The feed of one `fit` call.
+
+    Args:
+        model: The `SlimModel`.
+        x: `fit`'s data argument.
+        y: `fit`'s targets, or `None`.
+        kwargs: `fit`'s other keyword arguments.
+        steps: The steps per call this `fit` runs, or `None` when they are
+            not chosen by the model.
+
+    Returns:
+        A `BlockFeed` where blocks change nothing but speed (see the
+        module docstring), else a `Feed`.
+    """
+    if (
+        steps is not None
+        and steps > 1
+        and y is None
+        and eligible(model, x, kwargs, steps)
+    ):
+        return BlockFeed(x, steps, kwargs)
+    return Feed(x, y, kwargs)
+
+
 _STAND_IN_CLASSES = {}
 
 
 def _stand_in_class(dataset_class):
-    """`dataset_class`, telling its `Feeder` of each iterator made over it."""
+    """`dataset_class`, telling its `BlockFeed` of each iterator made."""
     if dataset_class not in _STAND_IN_CLASSES:
 
         def __iter__(self):
             iterator = dataset_class.__iter__(self)
-            self._keras_slim_feeder._new_pass(iterator)
+            self._feed._new_pass(iterator)
             return iterator
 
         _STAND_IN_CLASSES[dataset_class] = type(

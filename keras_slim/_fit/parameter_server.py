@@ -12,20 +12,16 @@ ClusterCoordinator`:
 - each batch schedules one `tf.function` of `steps_per_execution` train
   steps (the `SlimModel` train step, with its gradient policy) on a free
   worker; the coordinator reschedules the steps of a worker it loses;
-- `assign_add` is atomic in those steps: Keras 3's `Variable.assign_add`
-  is `assign(self + value)`, which concurrent workers interleave, losing
-  global-step and metric updates (320 scheduled steps counted as 216-224);
+- `assign_add` is atomic on the model's, the optimizer's and the metrics'
+  variables: Keras 3's `Variable.assign_add` is `assign(self + value)`,
+  which concurrent workers interleave, losing global-step and metric
+  updates (`keras_slim._keras.make_assign_add_atomic`);
 - a lost worker's scheduled call runs again on another worker (TF's
   coordinator runs closures at least once), so steps the dead worker had
   already applied count twice: at most `steps_per_execution` per loss;
 - callbacks run on the coordinator; one that reads the global step or the
-  loss first waits for the steps in flight (`keras_slim.callbacks._steps.
-  settle`); `history` holds the metrics read after each epoch's `join`.
-
-Private Keras internals used here (pinned by `keras==3.15.*`, checked by
-tests/test_keras_internals.py): `Trainer._symbolic_build`,
-`keras.src.backend.tensorflow.core.Variable` and its `_value`,
-`keras.src.backend.common.stateless_scope.in_stateless_scope`.
+  loss first waits for the steps in flight (`Run.settle`); `history`
+  holds the metrics read after each epoch's `join`.
 """
 
 import contextlib
@@ -34,22 +30,12 @@ import weakref
 
 import keras
 import tensorflow as tf
-from keras.src.backend.common.stateless_scope import in_stateless_scope
-from keras.src.backend.tensorflow.core import Variable as KerasVariable
 
+from keras_slim import _keras
 from keras_slim import _validation
+from keras_slim._fit import loops
 
 _COORDINATORS = weakref.WeakKeyDictionary()
-
-
-def is_parameter_server(strategy):
-    return isinstance(
-        strategy,
-        (
-            tf.distribute.ParameterServerStrategy,
-            tf.distribute.experimental.ParameterServerStrategy,
-        ),
-    )
 
 
 def coordinator(strategy):
@@ -61,32 +47,23 @@ def coordinator(strategy):
     return _COORDINATORS[strategy]
 
 
-def _atomic_assign_add(self, value):
-    if in_stateless_scope():
-        return self.assign(self + value)
-    return self._value.assign_add(tf.cast(value, self._value.dtype))
+def make_updates_atomic(model):
+    """Makes every `assign_add` / `assign_sub` of the step a single op.
 
+    On the model's, the optimizer's and the metrics' variables, which the
+    parameter servers then apply atomically.
 
-def _atomic_assign_sub(self, value):
-    if in_stateless_scope():
-        return self.assign(self - value)
-    return self._value.assign_sub(tf.cast(value, self._value.dtype))
-
-
-@contextlib.contextmanager
-def atomic_updates():
-    """Keras variables' `assign_add` / `assign_sub` as single TF ops.
-
-    Active while a step is traced, so the traced graph holds
-    `AssignAddVariableOp`s, which the parameter servers apply atomically.
+    Args:
+        model: A model built in a `ParameterServerStrategy`'s scope.
     """
-    saved = KerasVariable.assign_add, KerasVariable.assign_sub
-    KerasVariable.assign_add = _atomic_assign_add
-    KerasVariable.assign_sub = _atomic_assign_sub
-    try:
-        yield
-    finally:
-        KerasVariable.assign_add, KerasVariable.assign_sub = saved
+    optimizer = model.optimizer
+    variables = list(model.variables) + list(optimizer.variables)
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        variables += list(inner.variables)
+    variables += list(model.metrics_variables)
+    for variable in variables:
+        _keras.make_assign_add_atomic(variable)
 
 
 def _per_worker_dataset(x, batch_size, strategy):
@@ -147,22 +124,6 @@ def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
         )
 
 
-def _step_function(model, strategy):
-    def train_steps(iterator, steps):
-        # `steps` is a Python int: one trace per value (steps_per_execution
-        # and a shorter last batch), and no loop for one step.
-        with atomic_updates():
-            outputs = strategy.run(model.train_step, args=(next(iterator),))
-            if steps > 1:
-                for _ in tf.range(steps - 1):
-                    outputs = strategy.run(
-                        model.train_step, args=(next(iterator),)
-                    )
-        return outputs
-
-    return tf.function(train_steps)
-
-
 def fit(
     model,
     x,
@@ -174,6 +135,7 @@ def fit(
     validation_data=None,
     initial_epoch=0,
     steps_per_epoch=None,
+    run,
     translate_error=lambda function: function,
     **unsupported,
 ):
@@ -192,6 +154,8 @@ def fit(
         initial_epoch: The epoch to start at.
         steps_per_epoch: Required: batches (of `steps_per_execution` steps
             each, the last may be shorter) per epoch.
+        run: The fit's `Run`; its `settle()` waits for the steps in
+            flight while `fit` runs.
         translate_error: Wraps the coordinator's waits, so that a step's
             errors read as they do in Keras's `fit`.
         **unsupported: Other `fit` arguments; any that is set is an error.
@@ -208,11 +172,12 @@ def fit(
     strategy = model.distribute_strategy
     dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
     with strategy.scope():
-        model._symbolic_build(data_batch=sample)
+        _keras.symbolic_build(model, sample)
     model.make_train_function()  # resolves the policy, installs the mixin
+    make_updates_atomic(model)
     coord = coordinator(strategy)
     iterator = iter(coord.create_per_worker_dataset(dataset_fn))
-    step_function = _step_function(model, strategy)
+    step_function = loops.scheduled_steps_function(model)
     join = translate_error(coord.join)
     schedule = translate_error(coord.schedule)
 
@@ -226,7 +191,7 @@ def fit(
         model=model,
     )
     model.stop_training = False
-    model._keras_slim_settle = join
+    run.set_settle(join)
     try:
         with _lost_ps():
             callback_list.on_train_begin()
@@ -249,7 +214,7 @@ def fit(
                     break
             callback_list.on_train_end(logs)
     finally:
-        model._keras_slim_settle = None
+        run.set_settle(None)
     return model.history
 
 

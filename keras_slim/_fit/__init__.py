@@ -1,0 +1,86 @@
+"""How `SlimModel.fit` schedules its steps; Keras's `fit` stays the loop.
+
+A batch, from `fit` to `train_step`:
+
+1. `SlimModel.fit` -> `fit` here: a run starts (`keras_slim/_run.py`);
+2. the strategy decides the loop: parameter servers get keras_slim's
+   coordinator loop (`parameter_server.py`); every other strategy gets
+   Keras's `fit`;
+3. with `steps_per_execution="auto"`, `auto_steps.choose` picks the steps
+   per call the callbacks allow;
+4. `feed.make` picks the run's data feed: the data as given, or blocks of
+   batches (`feed.py`);
+5. Keras's epoch loop calls `model.train_function` per batch of steps: a
+   `TrainFunction` (`train_function.py`) that asks the run and runs
+   `loops.run_steps`, the one loop body, which calls `train_step` per
+   step.
+"""
+
+from keras_slim import _run
+from keras_slim import _strategy
+from keras_slim._fit import auto_steps
+from keras_slim._fit import feed as feed_lib
+from keras_slim._fit import multi_worker
+from keras_slim._fit import parameter_server
+from keras_slim._fit.train_function import TrainFunction
+from keras_slim._fit.train_function import translate_nonfinite
+
+__all__ = [
+    "TrainFunction",
+    "build_on_one_replica",
+    "fit",
+]
+
+build_on_one_replica = multi_worker.build_on_one_replica
+
+
+def fit(model, keras_fit, x, y, kwargs, *, auto):
+    """Runs one `fit` call of a `SlimModel`.
+
+    Args:
+        model: The `SlimModel`.
+        keras_fit: Keras's `fit` bound to the model.
+        x: `fit`'s data argument.
+        y: `fit`'s targets, or `None`.
+        kwargs: `fit`'s other keyword arguments.
+        auto: Whether the steps per call are the model's to choose
+            (`compile(steps_per_execution="auto")`).
+
+    Returns:
+        The `History`.
+
+    Raises:
+        ValueError: under `ParameterServerStrategy`, for `y` or arguments
+            its loop does not support.
+    """
+    with _run.start(model) as run:
+        run.records = None
+        if _strategy.is_parameter_server(model.distribute_strategy):
+            return _fit_on_parameter_servers(model, run, x, y, kwargs)
+        if not auto:
+            run.feed = feed_lib.Feed(x, y, kwargs)
+            return keras_fit(x, y, **kwargs)
+        steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
+        model.steps_per_execution = steps
+        run.feed = feed_lib.make(model, x, y, kwargs, steps)
+        try:
+            return keras_fit(*run.feed.keras_data(), **kwargs)
+        finally:
+            # Evaluation and prediction keep one batch per call.
+            model.steps_per_execution = 1
+
+
+def _fit_on_parameter_servers(model, run, x, y, kwargs):
+    if y is not None:
+        raise ValueError(
+            "Under ParameterServerStrategy, pass a tf.data.Dataset of "
+            "(x, y) batches or a dataset function as `x`, and no `y`."
+        )
+    run.feed = feed_lib.Feed(x, None, kwargs)
+    return parameter_server.fit(
+        model,
+        x,
+        run=run,
+        translate_error=lambda f: translate_nonfinite(f, model.optimizer),
+        **kwargs,
+    )

@@ -1,0 +1,327 @@
+"""The multi-step loop: several train steps in one call, one loop body.
+
+One call of the train function runs up to `steps` train steps. The loop
+is written once (`run_steps`) and fed by a *source* of batches:
+
+- `IteratorSource`: a `tf.data` or distributed iterator, read one batch
+  ahead (`get_next_as_optional`), so the end of the data ends the loop
+  and no batch is lost;
+- `BlockSource`: a block of batches read with one `get_next`
+  (`keras_slim/_fit/feed.py`), sliced in the graph;
+- `ScheduledSource`: the per-worker iterator of a step scheduled on a
+  parameter-server worker, with a step count fixed when it is traced.
+
+Why not Keras's own loop, under `MirroredStrategy`: Keras 3.15 wraps each
+step's `strategy.run` in a `tf.cond` (`has_next`), and a step that makes a
+`merge_call` (every optimizer update does) fails with "You must feed a
+value for placeholder tensor 'while/cond/Placeholder'"
+(keras-team/keras#19246). Here the first step runs unconditionally and
+the others in a `tf.while_loop` whose condition, not a `cond`, checks for
+more data, as tf_keras did.
+
+Under `MultiWorkerMirroredStrategy` Keras reduces the step's scalar
+metric results with `strategy.reduce("MEAN", v, axis=0)`, which fails on
+a scalar ('Invalid reduction dimension 0 for input with 0 dimensions',
+tensorflow#72388): `reduce_step_outputs` reduces scalars with
+`axis=None`.
+
+Each step's loss: TF-Slim logged and returned the loss of single steps,
+but a call of several steps gives Keras only the last step's logs, which
+hold the epoch's running mean. So the loop reads the loss tracker's
+`total` and `count` (the `Mean` named "loss") before the first step and
+after each one, in the graph (`Records`), and the call leaves them in the
+run (`Run.records`), a `(steps + 1, 2)` tensor: the difference of two rows
+is one step's loss sum and batch size. They reach the host only when a
+callback reads them (`keras_slim.callbacks.StepLoss`).
+"""
+
+import keras
+import tensorflow as tf
+
+from keras_slim import _keras
+from keras_slim import _strategy
+from keras_slim._fit import feed
+
+
+def reduce_step_outputs(outputs, strategy):
+    """Keras's `reduce_per_replica(..., "auto")`, scalars fixed under MWMS.
+
+    Args:
+        outputs: A step's per-replica logs.
+        strategy: The strategy the step ran under.
+
+    Returns:
+        The reduced logs.
+    """
+    if not _strategy.is_multi_worker(strategy):
+        return _keras.reduce_step_outputs_auto(outputs, strategy)
+
+    def mean(value):
+        local = strategy.experimental_local_results(value)[0]
+        axis = None if local.shape.rank == 0 else 0
+        return strategy.reduce("MEAN", value, axis=axis)
+
+    return keras.tree.map_structure(mean, outputs)
+
+
+def _tracker_state(model):
+    """The loss tracker's `[total, count]`, as a float32 vector."""
+    tracker = _keras.loss_tracker(model)
+    return tf.cast(
+        tf.stack(
+            [
+                tf.convert_to_tensor(tracker.total),
+                tf.convert_to_tensor(tracker.count),
+            ]
+        ),
+        tf.float32,
+    )
+
+
+class Records:
+    """Each step's loss-tracker state in a call, kept in the graph.
+
+    Args:
+        model: The model; nothing is recorded when `enabled` is false or
+            the model has no loss tracker.
+        enabled: Whether to record.
+    """
+
+    def __init__(self, model, enabled):
+        self._model = model
+        self.enabled = enabled and _keras.loss_tracker(model) is not None
+
+    def start(self):
+        """A `TensorArray` holding the state before the first step."""
+        records = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        return self.after(records, -1)
+
+    def after(self, records, step):
+        """`records` with the state after step `step` (0-based) added."""
+        if not self.enabled:
+            return records
+        return records.write(step + 1, _tracker_state(self._model))
+
+    def result(self, records):
+        """The `(steps + 1, 2)` tensor, or `None` if nothing was recorded."""
+        return records.stack() if self.enabled else None
+
+
+class IteratorSource:
+    """Batches from an iterator, read one ahead so none is lost.
+
+    Args:
+        iterator: A `tf.data` or distributed iterator.
+        steps: The most steps one call runs.
+    """
+
+    def __init__(self, iterator, steps):
+        self._iterator = iterator
+        self._steps = steps
+
+    def first(self):
+        """The first step's batch; an exhausted iterator raises
+        `OutOfRangeError`, which Keras takes as the end of the epoch."""
+        return self._iterator.get_next()
+
+    def start(self):
+        """The loop state before step 1: the next batch, if any."""
+        return self._iterator.get_next_as_optional()
+
+    def more(self, state):
+        """Whether step `i` has a batch."""
+        return state.has_value()
+
+    def batch(self, step, state):
+        """The batch of step `step`."""
+        del step
+        return state.get_value()
+
+    def advance(self, step, state):
+        """The state after step `step`: fetch ahead only if another step
+        will run, so no batch is lost."""
+        return tf.cond(
+            step + 1 < self._steps,
+            self._iterator.get_next_as_optional,
+            lambda: state,
+        )
+
+
+class BlockSource:
+    """Batches sliced out of one block of up to `steps` batches.
+
+    Args:
+        blocks: An iterator of blocks (`keras_slim/_fit/feed.py`).
+    """
+
+    def __init__(self, blocks):
+        # One read of the data per call; an exhausted iterator raises
+        # OutOfRangeError here.
+        self._block = blocks.get_next()
+        self.count = feed.block_size(self._block)
+
+    def first(self):
+        return feed.batch(self._block, 0)
+
+    def start(self):
+        return tf.constant(True)
+
+    def more(self, state):
+        return state
+
+    def batch(self, step, state):
+        del state
+        return feed.batch(self._block, step)
+
+    def advance(self, step, state):
+        del step
+        return state
+
+
+class ScheduledSource:
+    """Batches of a step scheduled on a parameter-server worker.
+
+    Args:
+        iterator: The worker's iterator.
+    """
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+
+    def first(self):
+        return next(self._iterator)
+
+    def start(self):
+        return tf.constant(True)
+
+    def more(self, state):
+        return state
+
+    def batch(self, step, state):
+        del step, state
+        return next(self._iterator)
+
+    def advance(self, step, state):
+        del step
+        return state
+
+
+def run_steps(one_step, source, steps, records):
+    """The one loop body: up to `steps` steps on the batches of `source`.
+
+    The first step runs unconditionally (see the module docstring); the
+    others in a `tf.while_loop` while `step < steps` and the source has a
+    batch. With `steps` a Python 1, there is no loop at all.
+
+    Args:
+        one_step: A function of a batch returning the step's logs.
+        source: An `IteratorSource`, `BlockSource` or `ScheduledSource`.
+        steps: The most steps (a Python int or a scalar int32 tensor).
+        records: A `Records`.
+
+    Returns:
+        `(outputs, records)`: the last step's logs and the recorded
+        tracker states (or `None`).
+    """
+    recorded = records.start()
+    outputs = one_step(source.first())
+    recorded = records.after(recorded, 0)
+    if isinstance(steps, int) and steps <= 1:
+        return outputs, records.result(recorded)
+
+    def more(step, outputs, state, recorded):
+        return tf.logical_and(step < steps, source.more(state))
+
+    def body(step, outputs, state, recorded):
+        outputs = one_step(source.batch(step, state))
+        recorded = records.after(recorded, step)
+        return step + 1, outputs, source.advance(step, state), recorded
+
+    _, outputs, _, recorded = tf.while_loop(
+        more, body, (tf.constant(1), outputs, source.start(), recorded)
+    )
+    return outputs, records.result(recorded)
+
+
+def step_on_data(model, step_function):
+    """`step_function` on one batch, run on every replica and reduced.
+
+    Args:
+        model: The Keras model.
+        step_function: The per-replica step, usually `model.train_step`.
+
+    Returns:
+        A `tf.function` of a batch returning the step's reduced logs.
+    """
+    strategy = model.distribute_strategy
+
+    @tf.autograph.experimental.do_not_convert
+    def one_step_on_data(data):
+        outputs = strategy.run(step_function, args=(data,))
+        return reduce_step_outputs(outputs, strategy)
+
+    one_step_on_data = tf.function(
+        one_step_on_data, reduce_retracing=True, jit_compile=model.jit_compile
+    )
+    return _keras.autoconvert_optionals(model, one_step_on_data)
+
+
+def multi_step_functions(model, step_function):
+    """The multi-step functions of iterators and of blocks.
+
+    The steps per call are `model.steps_per_execution` when traced. Each
+    step's loss-tracker state is recorded (see the module docstring),
+    except under `MultiWorkerMirroredStrategy`, where reading the tracker
+    is a collective.
+
+    Args:
+        model: The Keras model (TensorFlow trainer).
+        step_function: The per-replica step, usually `model.train_step`.
+
+    Returns:
+        `(on_iterator, on_blocks)`: `tf.function`s of an iterator (or of
+        an iterator of blocks) returning `(logs, records)`.
+    """
+    record = not _strategy.is_multi_worker(model.distribute_strategy)
+    one_step = step_on_data(model, step_function)
+
+    @tf.autograph.experimental.do_not_convert
+    def on_iterator(iterator):
+        steps = model.steps_per_execution
+        source = IteratorSource(iterator, steps)
+        return run_steps(one_step, source, steps, Records(model, record))
+
+    @tf.autograph.experimental.do_not_convert
+    def on_blocks(blocks):
+        source = BlockSource(blocks)
+        return run_steps(one_step, source, source.count, Records(model, record))
+
+    return (
+        tf.function(on_iterator, reduce_retracing=True),
+        tf.function(on_blocks, reduce_retracing=True),
+    )
+
+
+def scheduled_steps_function(model):
+    """The function a parameter-server worker runs: `steps` train steps.
+
+    Args:
+        model: The `SlimModel`, under `ParameterServerStrategy`.
+
+    Returns:
+        A `tf.function` of `(iterator, steps)`, `steps` a Python int: one
+        trace per value (`steps_per_execution` and a shorter last batch),
+        and no loop for one step.
+    """
+    strategy = model.distribute_strategy
+
+    def one_step(data):
+        return strategy.run(model.train_step, args=(data,))
+
+    def train_steps(iterator, steps):
+        outputs, _ = run_steps(
+            one_step, ScheduledSource(iterator), steps, Records(model, False)
+        )
+        return outputs
+
+    return tf.function(train_steps)

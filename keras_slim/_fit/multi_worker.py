@@ -1,0 +1,42 @@
+"""Building a model for `fit` under `MultiWorkerMirroredStrategy`.
+
+Keras 3.15 first reduces the whole distributed (x, y) batch with
+`strategy.reduce("MEAN", batch)` to build the model, which
+`MultiWorkerMirroredStrategy` cannot do ('Attempt to convert a value
+(PerReplica...)'); only the shapes matter, so `SlimModel` builds on the
+first local replica's batch instead. (The other MWMS fix, reducing scalar
+logs, is in `keras_slim/_fit/loops.py`.)
+"""
+
+import tensorflow as tf
+
+from keras_slim import _keras
+
+
+def _one_replica(strategy, value):
+    if isinstance(value, tf.distribute.DistributedValues):
+        return strategy.experimental_local_results(value)[0]
+    return value
+
+
+def build_on_one_replica(model, iterator=None, data_batch=None):
+    """`Trainer._maybe_symbolic_build`, on one replica's batch.
+
+    Args:
+        model: The model, made under a strategy (else nothing is done, as
+            in Keras).
+        iterator: Keras's epoch iterator, or `None`.
+        data_batch: A batch, when there is no iterator.
+    """
+    if _keras.distribute_strategy_if_set(model) is None:
+        return
+    strategy = model.distribute_strategy
+    if iterator is not None:
+        for _, _, it in iterator:
+            batch = next(it)
+            data_batch = tf.nest.map_structure(
+                lambda v: _one_replica(strategy, v), batch
+            )
+            break
+    with strategy.scope():
+        _keras.symbolic_build(model, data_batch)

@@ -1,0 +1,229 @@
+"""Every private Keras and TensorFlow internal keras_slim touches.
+
+Keras has no public hook for "the gradients are already summed", for the
+loss tracker of the built-in train step, or for `fit` under the strategies
+it does not support. keras_slim reaches into Keras (pinned:
+`keras==3.15.*`) and TensorFlow here and only here, each internal behind
+a name that says what it is for. `tests/test_keras_internals.py` checks
+every one, so an upgrade fails loudly and says which. Two more are method
+overrides, which must live on the class: `SlimModel._maybe_symbolic_build`
+and `SlimModel._resolve_auto_jit_compile` (pinned there too).
+"""
+
+import tensorflow as tf
+from keras.src.backend.common.stateless_scope import in_stateless_scope
+from keras.src.backend.tensorflow.trainer import reduce_per_replica
+from keras.src.losses.loss import unscale_loss_for_distribution
+from keras.src.models.functional import Functional
+from keras.src.models.model import Trainer
+from keras.src.models.model import functional_init_arguments
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+__all__ = [
+    "Functional",
+    "TrackableObjectGraph",
+    "autoconvert_optionals",
+    "backing_variable",
+    "call_has_training_arg",
+    "compute_loss",
+    "distribute_strategy_if_set",
+    "flatten_layers",
+    "in_multi_worker_mode",
+    "init_functional",
+    "is_functional_call",
+    "loss_tracker",
+    "make_assign_add_atomic",
+    "reduce_step_outputs_auto",
+    "replace_all_reduce_sum",
+    "strategy_supports_no_merge_call",
+    "symbolic_build",
+    "unscale_loss",
+    "xspace_to_chrome_trace",
+]
+
+# -- Models: building, the loss and its report --------------------------
+
+
+def is_functional_call(args, kwargs):
+    """Whether model constructor arguments are the functional `(inputs,
+    outputs)` form (`keras.src.models.model.functional_init_arguments`)."""
+    return functional_init_arguments(args, kwargs)
+
+
+def init_functional(model, inputs, outputs, name, **kwargs):
+    """`keras.Model.__init__` for a functional model, minus the rewrite of
+    the class's bases (`inject_functional_model_class`) it would make for
+    every subclass.
+
+    Args:
+        model: The model being initialised (a `Functional` subclass).
+        inputs: The model's inputs.
+        outputs: The model's outputs.
+        name: The model's name.
+        **kwargs: More `Functional` arguments.
+    """
+    Trainer.__init__(model)
+    Functional.__init__(model, inputs, outputs, name=name, **kwargs)
+
+
+def compute_loss(model, x, y, y_pred, sample_weight):
+    """The compiled loss plus regularization losses, as the built-in train
+    step computes it (`Trainer._compute_loss`); under a strategy already
+    divided by the number of replicas."""
+    return model._compute_loss(
+        x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True
+    )
+
+
+def unscale_loss(loss):
+    """The per-replica loss scaled back as Keras reports it
+    (`keras.src.losses.loss.unscale_loss_for_distribution`)."""
+    return unscale_loss_for_distribution(loss)
+
+
+def loss_tracker(model):
+    """The `Mean` metric named "loss" the built-in train step updates with
+    each batch's loss (`Trainer._loss_tracker`), or `None`."""
+    return getattr(model, "_loss_tracker", None)
+
+
+def call_has_training_arg(model):
+    """Whether the model's `call` takes `training`
+    (`Layer._call_has_training_arg`)."""
+    return model._call_has_training_arg
+
+
+def distribute_strategy_if_set(model):
+    """The strategy the model was made under, or `None` when it was made
+    outside any (`Trainer._distribute_strategy`)."""
+    return model._distribute_strategy
+
+
+def symbolic_build(model, data_batch):
+    """Builds the model, its metrics and its optimizer on one batch
+    (`Trainer._symbolic_build`)."""
+    model._symbolic_build(data_batch=data_batch)
+
+
+def flatten_layers(model):
+    """Every layer of `model`, nested ones included, itself first, in the
+    order Keras's saving walks them (`Layer._flatten_layers`)."""
+    return list(model._flatten_layers(include_self=True))
+
+
+# -- The train function --------------------------------------------------
+
+
+def reduce_step_outputs_auto(outputs, strategy):
+    """Keras's reduction of a step's logs across replicas
+    (`trainer.reduce_per_replica(..., "auto")`)."""
+    return reduce_per_replica(outputs, strategy, reduction="auto")
+
+
+def autoconvert_optionals(model, function):
+    """`function` with Keras's conversion of optional inputs
+    (`TensorFlowTrainer._autoconvert_optionals`)."""
+    return model._autoconvert_optionals(function)
+
+
+# -- Distribution --------------------------------------------------------
+
+
+def in_multi_worker_mode(strategy):
+    """Whether a `MultiWorkerMirroredStrategy` spans several workers
+    (`StrategyExtended._in_multi_worker_mode`)."""
+    return bool(strategy.extended._in_multi_worker_mode())
+
+
+def backing_variable(variable):
+    """The `tf.Variable` behind a Keras variable (`Variable._value`), whose
+    per-replica parts can be read without a collective."""
+    return variable._value
+
+
+def strategy_supports_no_merge_call():
+    """Whether the current strategy's replica context can update variables
+    without a `merge_call` (one device, or a strategy that allows it)."""
+    return tf.__internal__.distribute.strategy_supports_no_merge_call()
+
+
+def make_assign_add_atomic(variable):
+    """Makes `variable.assign_add` / `assign_sub` single TensorFlow ops.
+
+    Keras 3's are `assign(self + value)`, a read-modify-write that
+    asynchronous workers on parameter servers interleave, losing updates
+    (320 scheduled steps counted as 216-224). Set on the instance only,
+    so no other variable, model or thread changes.
+
+    Args:
+        variable: A Keras variable (TensorFlow backend).
+    """
+
+    def assign_add(value):
+        if in_stateless_scope():
+            return variable.assign(variable + value)
+        backing = variable._value
+        return backing.assign_add(tf.cast(value, backing.dtype))
+
+    def assign_sub(value):
+        if in_stateless_scope():
+            return variable.assign(variable - value)
+        backing = variable._value
+        return backing.assign_sub(tf.cast(value, backing.dtype))
+
+    # Bypass any tracking __setattr__: these are methods, not state.
+    vars(variable)["assign_add"] = assign_add
+    vars(variable)["assign_sub"] = assign_sub
+
+
+# -- Optimizers ----------------------------------------------------------
+
+
+def replace_all_reduce_sum(optimizer, make_replacement):
+    """Replaces, on this optimizer instance only, the cross-replica sum its
+    `apply` makes (`TFOptimizer._all_reduce_sum_gradients`).
+
+    Args:
+        optimizer: A Keras 3 optimizer (TensorFlow backend), not a
+            `LossScaleOptimizer` (pass its `inner_optimizer`).
+        make_replacement: A function of Keras's own method (bound to
+            `optimizer`) returning the replacement, a function of
+            `grads_and_vars`.
+
+    Returns:
+        The replacement, or the one already installed.
+    """
+    installed = vars(optimizer).get("_all_reduce_sum_gradients")
+    if installed is not None:
+        return installed
+    original = type(optimizer)._all_reduce_sum_gradients.__get__(optimizer)
+    replacement = make_replacement(original)
+    # Bypass trackable __setattr__: this is no state to checkpoint.
+    vars(optimizer)["_all_reduce_sum_gradients"] = replacement
+    return replacement
+
+
+# -- Checkpoints and traces ---------------------------------------------
+
+#: The proto of a TF2 checkpoint's object graph (`tensorflow.core.protobuf.
+#: trackable_object_graph_pb2`), read to name an object-based checkpoint's
+#: variables.
+TrackableObjectGraph = trackable_object_graph_pb2.TrackableObjectGraph
+
+
+def xspace_to_chrome_trace(xplane_path):
+    """Converts a profiler `.xplane.pb` to Chrome-trace JSON bytes with
+    TensorFlow's own converter (`_pywrap_profiler_plugin.
+    xspace_to_tools_data`, tool `trace_viewer@`).
+
+    Args:
+        xplane_path: Path of a `.xplane.pb` file the profiler wrote.
+
+    Returns:
+        `(data, ok)`: the JSON bytes and whether the conversion worked.
+    """
+    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+
+    return _pywrap_profiler_plugin.xspace_to_tools_data(
+        [xplane_path], "trace_viewer@", {}
+    )

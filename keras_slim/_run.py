@@ -1,0 +1,226 @@
+"""The run: what one `fit` call needs, in one explicit object.
+
+Keras's `fit` stays the controller (its epoch loop, its callbacks); the
+`Run` holds the state keras_slim's pieces share during one call, so that
+modules that never import each other talk through it, not through
+attributes on the model (Orbit's split between its controller and its
+runner):
+
+- `feed`: the data feed, which decides what Keras iterates and what the
+  train function reads (`keras_slim/_fit/feed.py`);
+- `records`: each step's loss-tracker state from the last multi-step call
+  (`keras_slim/_fit/loops.py`), read by `StepLoss`;
+- `step_summaries`: the in-step summaries hook `Summaries` installs;
+- `raise_on_nonfinite`: the NaN mode `NanLossGuard` asks for;
+- `no_step`: `StopAtStep`'s request that the next call run no step;
+- `settle()`: waits for steps in flight (parameter servers);
+- `resumed_from`: the checkpoint `Checkpoints` restored (`WarmStart` steps
+  aside for it);
+- `is_chief`: whether this process writes (the strategy's answer, or
+  `keras_slim.train(is_chief=...)`).
+
+`SlimModel.fit` and `keras_slim.train` start a run explicitly (`start`).
+A plain `keras.Model` has no keras_slim `fit`, so the first keras_slim
+callback to ask for the run (`of`) starts one for that `fit` call: all the
+callbacks of one call share Keras's `params` dict, which tells one call
+from the next.
+"""
+
+import contextlib
+
+from keras_slim import _strategy
+
+# The one attribute keras_slim sets on a model: its current run.
+_ATTRIBUTE = "_keras_slim_run"
+
+
+class Run:
+    """The state of one `fit` call.
+
+    Args:
+        model: The Keras model being fitted.
+        is_chief: Whether this process writes checkpoints, summaries and
+            traces; `None` asks the model's strategy. Defaults to `None`.
+
+    Example:
+    ```python
+    with keras_slim._run.start(model) as run:
+        model.fit(dataset, callbacks=[...])  # callbacks ask `run`
+    ```
+    """
+
+    def __init__(self, model, *, is_chief=None):
+        self.model = model
+        self._chief = is_chief
+        self.feed = None
+        self.records = None
+        self.step_summaries = None
+        self.raise_on_nonfinite = True
+        self.no_step = False
+        self.resumed_from = None
+        self._settle = None
+        self._params = None
+        self._explicit = False
+
+    @property
+    def is_chief(self):
+        """Whether this process writes checkpoints, summaries and traces."""
+        return _strategy.is_chief(
+            self.model.distribute_strategy, override=self._chief
+        )
+
+    def set_settle(self, wait):
+        """Sets the function that waits for the steps in flight (or `None`).
+
+        Args:
+            wait: A function of no argument, or `None`.
+        """
+        self._settle = wait
+
+    def settle(self):
+        """Waits for the steps in flight, where steps run asynchronously.
+
+        Under `ParameterServerStrategy` `fit` schedules steps on the
+        workers and goes on; a callback that reads the global step or the
+        loss first waits for them (the coordinator's `join`). Elsewhere a
+        step is done when its batch ends, and this does nothing.
+        """
+        if self._settle is not None:
+            self._settle()
+
+    def request_no_step(self):
+        """Asks that the next call of the train function run no step.
+
+        `StopAtStep` asks when its target is already reached before the
+        first batch. keras_slim's train function reads the request; for a
+        model whose train function is Keras's own, the run wraps it for
+        that one call (the one place keras_slim touches a plain model's
+        `train_function`).
+        """
+        self.no_step = True
+        function = self.model.train_function
+        if function is None or getattr(function, "reads_the_run", False):
+            return
+
+        def no_step(iterator):
+            del iterator
+            self.model.train_function = function
+            return {}
+
+        self.model.train_function = no_step
+
+    def take_no_step(self):
+        """Returns whether a call must run no step, clearing the request."""
+        requested, self.no_step = self.no_step, False
+        return requested
+
+
+def of(model, params=None):
+    """The run of the model's current `fit` call, started if needed.
+
+    Args:
+        model: A Keras model.
+        params: The asking callback's `params` (Keras gives all the
+            callbacks of one `fit` call the same dict); `None` outside a
+            callback.
+
+    Returns:
+        The `Run`.
+    """
+    run = current(model)
+    if run is not None and (run._explicit or params is None):
+        return run
+    if run is not None and run._params is params:
+        return run
+    run = Run(model)
+    run._params = params
+    vars(model)[_ATTRIBUTE] = run
+    return run
+
+
+def current(model):
+    """The model's current run, or `None` (nothing started one).
+
+    Args:
+        model: A Keras model.
+
+    Returns:
+        A `Run` or `None`.
+    """
+    return vars(model).get(_ATTRIBUTE)
+
+
+@contextlib.contextmanager
+def start(model, *, is_chief=None):
+    """Starts a run for a `fit` call, or joins the one already started.
+
+    `keras_slim.train` starts one and calls `model.fit`; a `SlimModel`'s
+    `fit` then joins it rather than starting another.
+
+    Args:
+        model: The Keras model.
+        is_chief: As for `Run`.
+
+    Yields:
+        The `Run`.
+    """
+    run = current(model)
+    if run is not None and run._explicit:
+        if is_chief is not None:
+            run._chief = is_chief
+        yield run
+        return
+    run = Run(model, is_chief=is_chief)
+    run._explicit = True
+    vars(model)[_ATTRIBUTE] = run
+    try:
+        yield run
+    finally:
+        vars(model).pop(_ATTRIBUTE, None)
+
+
+def records_step_losses(model):
+    """Whether `model`'s multi-step calls record each step's loss.
+
+    True for a `SlimModel` outside `MultiWorkerMirroredStrategy` (where
+    its steps per call stay 1 when left to it): a callback reading single
+    steps' losses through `StepLoss` then leaves the steps per call free.
+
+    Args:
+        model: A Keras model.
+
+    Returns:
+        A boolean.
+    """
+    return is_slim_model(model)
+
+
+def is_slim_model(model):
+    """Whether `model` is a `keras_slim.SlimModel`.
+
+    Args:
+        model: Any object.
+
+    Returns:
+        A boolean.
+    """
+    # Imported here: the model module imports the callbacks, which ask this.
+    from keras_slim.model import SlimModel
+
+    return isinstance(model, SlimModel)
+
+
+def global_step(model):
+    """`model.optimizer.iterations` as a Python int, after the steps in
+    flight settled.
+
+    Args:
+        model: A compiled Keras model.
+
+    Returns:
+        An int.
+    """
+    run = current(model)
+    if run is not None:
+        run.settle()
+    return int(model.optimizer.iterations.numpy())

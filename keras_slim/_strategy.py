@@ -1,0 +1,95 @@
+"""What kind of `tf.distribute` strategy runs the step, and who the chief is.
+
+One answer for every module: the fit machinery (which loop), the callbacks
+(who writes) and `keras_slim.train` ask here.
+"""
+
+import tensorflow as tf
+
+from keras_slim import _keras
+
+LOCAL = "local"
+MIRRORED = "mirrored"
+MULTI_WORKER = "multi_worker"
+PARAMETER_SERVER = "parameter_server"
+
+_PARAMETER_SERVER_TYPES = (
+    tf.distribute.ParameterServerStrategy,
+    tf.distribute.experimental.ParameterServerStrategy,
+)
+_MULTI_WORKER_TYPES = (
+    tf.distribute.MultiWorkerMirroredStrategy,
+    tf.distribute.experimental.MultiWorkerMirroredStrategy,
+)
+
+
+def kind(strategy):
+    """The kind of `strategy`, as `DeploymentConfig.kind` names them.
+
+    Args:
+        strategy: A `tf.distribute.Strategy`.
+
+    Returns:
+        `"parameter_server"`; `"multi_worker"` for a
+        `MultiWorkerMirroredStrategy` over several workers; `"mirrored"`
+        for one with several local replicas; else `"local"`.
+
+    Example:
+    ```python
+    kind(tf.distribute.get_strategy())  # "local"
+    ```
+    """
+    if isinstance(strategy, _PARAMETER_SERVER_TYPES):
+        return PARAMETER_SERVER
+    if isinstance(strategy, _MULTI_WORKER_TYPES) and (
+        _keras.in_multi_worker_mode(strategy)
+    ):
+        return MULTI_WORKER
+    if strategy.num_replicas_in_sync > 1:
+        return MIRRORED
+    return LOCAL
+
+
+def is_parameter_server(strategy):
+    """Whether `strategy` is a `ParameterServerStrategy`."""
+    return kind(strategy) == PARAMETER_SERVER
+
+
+def is_multi_worker(strategy):
+    """Whether `strategy` is a `MultiWorkerMirroredStrategy` over workers."""
+    return kind(strategy) == MULTI_WORKER
+
+
+def is_chief(strategy, override=None):
+    """Whether this process writes checkpoints, summaries and traces.
+
+    Args:
+        strategy: The model's `tf.distribute.Strategy`.
+        override: `True` or `False` to decide instead of the strategy
+            (`keras_slim.train(is_chief=...)`), or `None`. Defaults to
+            `None`.
+
+    Returns:
+        `override` when given; else the strategy's answer: the chief
+        worker, the coordinator, or the only process.
+    """
+    if override is not None:
+        return bool(override)
+    return bool(strategy.extended.should_checkpoint)
+
+
+def is_chief_task(jobs, task_type, task_id, worker_job="worker"):
+    """Whether a task of a cluster is its chief, as TensorFlow decides.
+
+    Args:
+        jobs: The cluster spec as a dict of job name to addresses.
+        task_type: This task's job.
+        task_id: This task's index.
+        worker_job: The name of the workers' job. Defaults to `"worker"`.
+
+    Returns:
+        `True` for the `chief` task, or worker 0 of a cluster without one.
+    """
+    if "chief" in jobs:
+        return task_type == "chief"
+    return task_type == worker_job and task_id == 0

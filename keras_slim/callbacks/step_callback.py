@@ -1,0 +1,90 @@
+"""`StepCallback`: the base of callbacks that act on the global step."""
+
+import keras
+
+from keras_slim import _run
+from keras_slim.callbacks._steps import StepCounter
+from keras_slim.callbacks._steps import steps_in_batch
+
+
+class StepCallback(keras.callbacks.Callback):
+    """A callback that follows the global step on the host.
+
+    Subclass it to act on global steps (`model.optimizer.iterations`)
+    rather than on Keras's batch indices, which restart each epoch and
+    count calls, not steps, when a call runs several. The step is read
+    when the first batch begins (after every callback's
+    `on_train_begin`, so after `Checkpoints` restored a run; a subclass may
+    read it earlier with `self.counter.sync()`), counted on the host for
+    each batch, and read again at each epoch's end (a last execution may
+    run fewer steps than `steps_per_execution`). Subclasses that override a
+    hook call `super()` first; `on_first_batch(step)` runs once per `fit`.
+
+    `self.run` is the `fit` call's run: what keras_slim's pieces share
+    (whether this process is the chief, the checkpoint a run resumed
+    from). Override `step_multiples` to tell a `SlimModel` which global
+    steps must end a call of its train function.
+
+    Example:
+    ```python
+    class PrintEvery100(keras_slim.callbacks.StepCallback):
+        def step_multiples(self, model):
+            return [100]  # steps 100, 200, ... end a call
+
+        def on_train_batch_end(self, batch, logs=None):
+            super().on_train_batch_end(batch, logs)
+            if self.counter.step % 100 == 0:
+                print("global step", self.counter.step)
+    ```
+    """
+
+    @property
+    def run(self):
+        """The `fit` call's run (`keras_slim/_run.py`)."""
+        return _run.of(self.model, self.params)
+
+    def on_train_begin(self, logs=None):
+        self.counter = StepCounter(self.model)
+        self.runs_no_step = False
+
+    def on_first_batch(self, step):
+        """Called when the first batch of a `fit` call begins."""
+
+    def step_multiples(self, model):
+        """Global steps this callback must see at the end of a call of the
+        train function; `SlimModel` picks `steps_per_execution` dividing
+        them all (`[1]`: one step per call; `[]`: any count).
+
+        Args:
+            model: The model about to be fitted.
+
+        Returns:
+            A list of positive ints.
+        """
+        del model
+        return []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.counter.step is None:
+            self.on_first_batch(self.counter.sync())
+        self._batch_begin = batch
+        # `StopAtStep`, listed earlier, stops a run already at its target
+        # before its first batch: that batch runs no step.
+        self.runs_no_step = bool(getattr(self.model, "stop_training", False))
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.runs_no_step:
+            self.counter.advance(self._batch_begin, batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.counter.step is not None:
+            self.counter.sync()
+
+    @property
+    def next_step(self):
+        """The global step after the coming batch, if it runs in full."""
+        return self.counter.next_step(self.model.steps_per_execution)
+
+    def steps_in_batch(self, batch):
+        """How many steps the batch ending at index `batch` ran."""
+        return steps_in_batch(self._batch_begin, batch)
