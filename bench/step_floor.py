@@ -9,7 +9,7 @@ runs, medians over rounds:
 - fit's call, no records: the same, the per-step loss records replaced
   by a constant (what recording each step's loss costs);
 - fit's call, blocks: the same train function reading blocks of 30
-  batches (keras_slim/_blocks.py), as `SlimModel.fit` does when it
+  batches (keras_slim/_fit/feed.py), as `SlimModel.fit` does when it
   chooses the steps per call;
 - loop, constant batch: a `tf.range` loop of the step on one constant
   batch, as TF-Slim's peer feeds `tf.constant` tensors;
@@ -30,8 +30,9 @@ import keras
 import tensorflow as tf
 import vs_tf_slim
 
-from keras_slim import _blocks
-from keras_slim import _train_function
+from keras_slim import _run
+from keras_slim._fit import feed
+from keras_slim._fit import loops as fit_loops
 
 STEPS, PER_CALL = 300, 30
 
@@ -57,22 +58,26 @@ def slim_model(name, data):
 
 
 def fit_call(name, data, records=True, blocks=False):
-    original = _train_function._tracker_state
+    original = fit_loops._tracker_state
     if not records:
-        _train_function._tracker_state = lambda model: tf.zeros([2])
+        fit_loops._tracker_state = lambda model: tf.zeros([2])
     try:
         m = slim_model(name, data)
     finally:
-        _train_function._tracker_state = original
-    if blocks:
-        m._keras_slim_feeder = _blocks.Feeder(data, PER_CALL)
-        iterator = iter(m._keras_slim_feeder.stand_in)
-    else:
-        iterator = iter(data)
-    m.train_function(iterator)
-    return best_of(
-        lambda: [m.train_function(iterator) for _ in range(STEPS // PER_CALL)]
-    )
+        fit_loops._tracker_state = original
+    with _run.start(m) as run:
+        if blocks:
+            run.feed = feed.BlockFeed(data, PER_CALL, {})
+            iterator = iter(run.feed.stand_in)
+        else:
+            iterator = iter(data)
+        m.steps_per_execution = PER_CALL
+        m.train_function(iterator)
+        return best_of(
+            lambda: [
+                m.train_function(iterator) for _ in range(STEPS // PER_CALL)
+            ]
+        )
 
 
 def loops(name, data):

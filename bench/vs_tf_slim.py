@@ -50,7 +50,7 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import callbacks
-from keras_slim.callbacks._steps import StepCallback
+from keras_slim.callbacks import StepCallback
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from tests import tf_slim_peer  # noqa: E402

@@ -235,7 +235,7 @@ def _is_seed_state(path):
     return path.rsplit("/", 1)[-1] == "seed_generator_state"
 
 
-def variables_to_restore(model, include=None, exclude=None):
+def variables_to_restore(model, *, include=None, exclude=None):
     """The model variables a warm start restores (slim's function).
 
     Every variable of the model, trainable or not (batch-norm statistics
@@ -246,9 +246,11 @@ def variables_to_restore(model, include=None, exclude=None):
         model: A built Keras model.
         include: A pattern or list of patterns; when given, only variables
             whose path matches one are kept.
+            Defaults to `None`.
         exclude: A pattern or list of patterns; variables whose path
             matches one are dropped (train_image_classifier's
             `--checkpoint_exclude_scopes`).
+            Defaults to `None`.
 
     Returns:
         A list of variables, in the model's order.

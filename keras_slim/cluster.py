@@ -71,10 +71,13 @@ class LocalCluster:
 
     Args:
         workers: Positive integer: worker tasks.
+            Defaults to `2`.
         ps: Non-negative integer: parameter-server tasks. Above 0, the
             cluster also has a `chief` task, the coordinator, which is the
             calling process (or the command `run` starts).
+            Defaults to `0`.
         env: Extra environment variables for every process started.
+            Defaults to `None`.
 
     Attributes:
         spec: The cluster spec, a dict {job: ["127.0.0.1:port", ...]}.
@@ -88,7 +91,7 @@ class LocalCluster:
     ```
     """
 
-    def __init__(self, workers=2, ps=0, env=None):
+    def __init__(self, workers=2, ps=0, *, env=None):
         if (
             isinstance(workers, bool)
             or not isinstance(workers, int)

@@ -100,19 +100,27 @@ class DeploymentConfig:
     Args:
         num_clones: Positive integer: model copies on this machine's
             devices (synchronous, one step over all of them).
+            Defaults to `1`.
         clone_on_cpu: Put the clones on CPU devices (logical ones, made
             when needed and TensorFlow is not yet initialised).
+            Defaults to `False`.
         replica_id: Non-negative integer: this worker's index, below
             `num_replicas`.
+            Defaults to `0`.
         num_replicas: Positive integer: worker machines training
             synchronously (`MultiWorkerMirroredStrategy`).
+            Defaults to `1`.
         num_ps_tasks: Non-negative integer: parameter servers; above 0,
             training is asynchronous under `ParameterServerStrategy` and
             this process is its coordinator.
+            Defaults to `0`.
         worker_job_name: The cluster's job of workers.
+            Defaults to `"worker"`.
         ps_job_name: The cluster's job of parameter servers.
+            Defaults to `"ps"`.
         cluster_resolver: A `tf.distribute.cluster_resolver.ClusterResolver`
             for replicas or parameter servers; `None` reads `TF_CONFIG`.
+            Defaults to `None`.
 
     Raises:
         ValueError: for an argument out of range, for settings the cluster
@@ -133,6 +141,7 @@ class DeploymentConfig:
         self,
         num_clones=1,
         clone_on_cpu=False,
+        *,
         replica_id=0,
         num_replicas=1,
         num_ps_tasks=0,

@@ -6,6 +6,13 @@ Each function is pure: it takes a list of `(gradient, variable)` pairs and
 returns a new list, and works for `keras.Variable`s and `tf.Variable`s alike.
 `IndexedSlices` gradients (from embeddings) stay sparse.
 
+Multiplying and clipping have one implementation, `multiply_and_clip`: it
+folds a gradient's multiplier and its clip into one scalar factor,
+computed for all gradients at once, so a step gets a handful of ops rather
+than a handful per variable. `multiply_gradients`, `clip_gradient_norms`
+and `clip_by_global_norm` are its one-stage uses, and `GradientPolicy`
+applies it after the cross-replica sum.
+
 A variable is named by its *path*: `variable.path` for a Keras variable
 (`"dense/kernel"`), the op name for a `tf.Variable` (`"dense/kernel"` for
 `"dense/kernel:0"`). Keras variables are unhashable, so maps are keyed by
@@ -20,6 +27,7 @@ __all__ = [
     "clip_by_global_norm",
     "clip_gradient_norms",
     "freeze_gradients_matching_regex",
+    "multiply_and_clip",
     "multiply_gradients",
     "multiply_gradients_matching_regex",
     "variable_path",
@@ -57,6 +65,104 @@ def _scale(grad, multiplier):
     return grad * tf.cast(multiplier, grad.dtype)
 
 
+def _values(grad):
+    return grad.values if isinstance(grad, tf.IndexedSlices) else grad
+
+
+def _is_one(multiplier):
+    return isinstance(multiplier, (int, float)) and multiplier == 1.0
+
+
+def _factors(values, multipliers, clip_norm, clip_global_norm, scale):
+    """One scalar factor (or `None` for 1) per gradient: multiply, clip."""
+    threshold = clip_norm if clip_norm is not None else clip_global_norm
+    if threshold is None or not values:
+        return [None if _is_one(m) else m for m in multipliers]
+    threshold = tf.cast(threshold, tf.float32)
+    if scale is not None:
+        threshold = threshold * tf.cast(scale, tf.float32)
+    m = tf.stack([tf.cast(m, tf.float32) for m in multipliers])
+    # l2_loss is sum(v ** 2) / 2 in one kernel.
+    squares = 2.0 * tf.stack(
+        [tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values]
+    )
+    if clip_norm is not None:
+        norms = tf.sqrt(squares) * tf.abs(m)
+    else:
+        norms = tf.sqrt(tf.reduce_sum(squares * tf.square(m)))
+    factors = m * threshold / tf.maximum(norms, threshold)
+    return tf.unstack(factors, num=len(values))
+
+
+def multiply_and_clip(
+    grads_and_vars,
+    multipliers=None,
+    *,
+    clip_norm=None,
+    clip_global_norm=None,
+    scale=None,
+):
+    """Multiplies gradients, then clips them, in one pass.
+
+    The result equals `clip_gradient_norms(multiply_gradients(pairs,
+    multipliers), clip_norm)` (or `clip_by_global_norm` with
+    `clip_global_norm`) up to rounding: each gradient is scaled once, by
+    its multiplier times its clip factor. A multiplier of `0.0` zeroes the
+    gradient; a negative one flips it (its norm counts as positive).
+
+    Args:
+        grads_and_vars: List of `(gradient, variable)` pairs. `None`
+            gradients pass through unchanged.
+        multipliers: Dict mapping a variable path (or a `tf.Variable`'s
+            `ref()`) to a float or scalar tensor; variables not in it keep
+            a multiplier of 1. Defaults to `None` (no multiplication).
+        clip_norm: Positive float or scalar tensor: clip each gradient to
+            this L2 norm (`tf.clip_by_norm`'s semantics). Defaults to
+            `None`.
+        clip_global_norm: Positive float or scalar tensor: scale all the
+            gradients so their global norm is at most this
+            (`tf.clip_by_global_norm`'s semantics). Defaults to `None`.
+        scale: Optional loss-scale factor the gradients still carry; the
+            thresholds are scaled by it, which gives the same update as
+            clipping the unscaled gradients. Defaults to `None`.
+
+    Returns:
+        A new list of `(gradient, variable)` pairs.
+
+    Raises:
+        ValueError: if both `clip_norm` and `clip_global_norm` are given.
+
+    Example:
+    ```python
+    pairs = multiply_and_clip(pairs, {"logits/kernel": 10.0}, clip_norm=1.0)
+    ```
+    """
+    if clip_norm is not None and clip_global_norm is not None:
+        raise ValueError(
+            "Only one of `clip_norm` and `clip_global_norm` can be set. "
+            f"Received: clip_norm={clip_norm}, "
+            f"clip_global_norm={clip_global_norm}."
+        )
+    pairs = list(grads_and_vars)
+    present = [i for i, (g, _) in enumerate(pairs) if g is not None]
+    multipliers = multipliers or {}
+    chosen = []
+    for i in present:
+        found, multiplier = _lookup(multipliers, pairs[i][1])
+        chosen.append(multiplier if found else 1.0)
+    factors = _factors(
+        [_values(pairs[i][0]) for i in present],
+        chosen,
+        clip_norm,
+        clip_global_norm,
+        scale,
+    )
+    for i, factor in zip(present, factors):
+        if factor is not None:
+            pairs[i] = (_scale(pairs[i][0], factor), pairs[i][1])
+    return pairs
+
+
 def clip_gradient_norms(grads_and_vars, max_norm):
     """Clips each gradient to a maximum L2 norm (TF-Slim's function).
 
@@ -77,15 +183,7 @@ def clip_gradient_norms(grads_and_vars, max_norm):
     # the gradient becomes [0.6, 0.8]
     ```
     """
-    clipped = []
-    for grad, var in grads_and_vars:
-        if isinstance(grad, tf.IndexedSlices):
-            values = tf.clip_by_norm(grad.values, max_norm)
-            grad = tf.IndexedSlices(values, grad.indices, grad.dense_shape)
-        elif grad is not None:
-            grad = tf.clip_by_norm(grad, max_norm)
-        clipped.append((grad, var))
-    return clipped
+    return multiply_and_clip(grads_and_vars, clip_norm=max_norm)
 
 
 def clip_by_global_norm(grads_and_vars, clip_norm):
@@ -108,11 +206,7 @@ def clip_by_global_norm(grads_and_vars, clip_norm):
     # gradients become [0.6] and [0.8]: the global norm was 5
     ```
     """
-    grads = [grad for grad, _ in grads_and_vars]
-    if not any(grad is not None for grad in grads):
-        return list(grads_and_vars)
-    clipped, _ = tf.clip_by_global_norm(grads, clip_norm)
-    return [(g, var) for g, (_, var) in zip(clipped, grads_and_vars)]
+    return multiply_and_clip(grads_and_vars, clip_global_norm=clip_norm)
 
 
 def _lookup(gradient_multipliers, var):
@@ -161,18 +255,14 @@ def multiply_gradients(grads_and_vars, gradient_multipliers):
             "`gradient_multipliers` must be a dict. "
             f"Received: {type(gradient_multipliers).__name__}"
         )
-    multiplied = []
     for grad, var in grads_and_vars:
-        found, multiplier = _lookup(gradient_multipliers, var)
-        if found:
-            if grad is None:
-                raise ValueError(
-                    "Requested multiple of `None` gradient for variable "
-                    f"'{variable_path(var)}'."
-                )
-            grad = _scale(grad, multiplier)
-        multiplied.append((grad, var))
-    return multiplied
+        found, _ = _lookup(gradient_multipliers, var)
+        if found and grad is None:
+            raise ValueError(
+                "Requested multiple of `None` gradient for variable "
+                f"'{variable_path(var)}'."
+            )
+    return multiply_and_clip(grads_and_vars, gradient_multipliers)
 
 
 def _matching(grads_and_vars, regex_list):

@@ -224,33 +224,47 @@ def train(
         logdir: Directory for checkpoints, or `None` to write nothing.
         number_of_steps: Positive integer: the global step to stop at, or
             `None` to train until the data runs out.
+            Defaults to `None`.
         log_every_n_steps: Positive integer or `None`: log the loss of the
             step at global steps that are multiples of it (`LogEveryNSteps`).
+            Defaults to `1`.
         save_summaries_secs: Write summaries (`keras_slim.callbacks.
             Summaries`: loss, metrics, learning rate, global_step/sec) every
             this many seconds (`None`: no time trigger).
+            Defaults to `600`.
         save_summaries_steps: Write summaries every this many steps.
+            Defaults to `None`.
         save_interval_secs: Save a checkpoint every this many seconds
             (`None`: no time trigger).
+            Defaults to `600`.
         save_interval_steps: Save a checkpoint every this many steps.
+            Defaults to `None`.
         keep_checkpoint_max: How many recent checkpoints to keep.
+            Defaults to `5`.
         trace_every_n_steps: Trace the steps beginning at global steps 0, N,
             2N, ... (`keras_slim.callbacks.Trace`): `tf_trace-<step>.json`
             Chrome traces and TensorBoard profiles in `logdir`.
+            Defaults to `None`.
         warm_start: A `keras_slim.callbacks.WarmStart`, or a checkpoint
             path (directory, prefix or Keras weights file) to restore every
             model variable from: TF-Slim's `init_fn`. It acts before the
             first step, only when no checkpoint of `logdir` was restored.
+            Defaults to `None`.
         startup_delay_steps: A non-chief worker first waits until the global
             step reaches `min(startup_delay_steps, number_of_steps)`.
+            Defaults to `0`.
         fail_on_nan_loss: Whether a non-finite loss raises
             `keras_slim.NanLossDuringTrainingError` (`NanLossGuard`); `False`
             goes on training, a `SlimModel`'s numeric check included.
+            Defaults to `True`.
         callbacks: More Keras callbacks for `fit`.
+            Defaults to `None`.
         is_chief: Whether this process writes checkpoints, summaries and
             traces; `None` asks the distribution strategy (the chief
             worker, or the only process).
+            Defaults to `None`.
         batch_size: Positive integer, with array `data` only.
+            Defaults to `None`.
 
     Returns:
         The loss of the last step, as a float (not Keras's running mean of

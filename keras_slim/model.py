@@ -45,12 +45,16 @@ class SlimModel(keras.Model):
 
     Args:
         inputs: Functional use: the model's inputs.
+            Defaults to `None`.
         outputs: Functional use: the model's outputs.
+            Defaults to `None`.
         name: The model's name.
+            Defaults to `None`.
         gradient_policy: A `keras_slim.GradientPolicy`; `None` means the
             default policy (no multipliers, freezing or clipping; a
             non-finite loss skips the step and raises
             `keras_slim.NanLossDuringTrainingError`).
+            Defaults to `None`.
         **kwargs: Passed to `keras.Model`.
 
     Raises:
@@ -346,6 +350,7 @@ def wrap(model, gradient_policy=None):
     Args:
         model: A built `keras.Sequential` or functional `keras.Model`.
         gradient_policy: The `GradientPolicy` to apply, or `None`.
+            Defaults to `None`.
 
     Returns:
         A `SlimModel` with the same name, inputs, outputs and layers.

@@ -23,7 +23,6 @@ import numbers
 import re
 
 import keras
-import tensorflow as tf
 
 from keras_slim import gradients as gradients_lib
 from keras_slim._validation import invalid
@@ -111,10 +110,8 @@ class PolicyPlan:
     def apply(self, grads, scale=None):
         """Runs the `multiply` and `clip` stages on summed gradients.
 
-        Both stages fold into one scalar factor per gradient, computed for
-        all gradients at once, so the policy adds a handful of ops to the
-        step rather than a handful per variable. The result is the same as
-        `clip_gradient_norms(multiply_gradients(...))` up to rounding.
+        `keras_slim.gradients.multiply_and_clip`: both stages fold into one
+        scalar factor per gradient, computed for all gradients at once.
 
         Args:
             grads: One gradient (tensor, `IndexedSlices` or `None`) per
@@ -126,47 +123,19 @@ class PolicyPlan:
         Returns:
             The list of transformed gradients.
         """
-        present = [i for i, g in enumerate(grads) if g is not None]
-        multipliers = [self.multipliers[i] or 1.0 for i in present]
-        factors = self._factors(
-            [_values(grads[i]) for i in present], multipliers, scale
+        multipliers = {
+            gradients_lib.variable_path(v): m
+            for v, m in zip(self.variables, self.multipliers)
+            if m is not None
+        }
+        pairs = gradients_lib.multiply_and_clip(
+            list(zip(grads, self.variables)),
+            multipliers,
+            clip_norm=self.clip_norm,
+            clip_global_norm=self.clip_global_norm,
+            scale=scale,
         )
-        out = list(grads)
-        for i, factor in zip(present, factors):
-            if factor is not None:
-                out[i] = _scale(grads[i], factor)
-        return out
-
-    def _factors(self, values, multipliers, scale):
-        """One scalar factor (or `None` for 1) per gradient."""
-        threshold = self.clip_norm or self.clip_global_norm
-        if threshold is None or not values:
-            return [None if m == 1.0 else m for m in multipliers]
-        threshold = tf.constant(threshold, tf.float32)
-        if scale is not None:
-            threshold = threshold * tf.cast(scale, tf.float32)
-        m = tf.constant(multipliers, tf.float32)
-        # l2_loss is sum(v ** 2) / 2 in one kernel.
-        squares = 2.0 * tf.stack(
-            [tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values]
-        )
-        if self.clip_norm is not None:
-            norms = tf.sqrt(squares) * tf.abs(m)
-        else:
-            norms = tf.sqrt(tf.reduce_sum(squares * tf.square(m)))
-        factors = m * threshold / tf.maximum(norms, threshold)
-        return tf.unstack(factors, num=len(values))
-
-
-def _values(grad):
-    return grad.values if isinstance(grad, tf.IndexedSlices) else grad
-
-
-def _scale(grad, factor):
-    if isinstance(grad, tf.IndexedSlices):
-        values = grad.values * tf.cast(factor, grad.values.dtype)
-        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
-    return grad * tf.cast(factor, grad.dtype)
+        return [grad for grad, _ in pairs]
 
 
 @keras.saving.register_keras_serializable(package="keras_slim")
@@ -178,19 +147,25 @@ class GradientPolicy:
             variable whose path the pattern `re.match`es has its gradient
             multiplied; when several patterns match, their multipliers
             multiply (TF-Slim's `gradient_multipliers`).
+            Defaults to `None`.
         freeze: List of patterns. Matching variables are not updated at all:
             no gradient, no weight decay, no momentum; they stay bitwise
             unchanged (object_detection's `freeze_gradients_matching_regex`).
+            Defaults to `None`.
         trainable: List of patterns. When given, only matching variables
             train (TF-Slim's `variables_to_train`, `--trainable_scopes`).
+            Defaults to `None`.
         clip_norm: Positive number. Clips each gradient to this L2 norm
             (TF-Slim's `clip_gradient_norm`); `IndexedSlices` stay sparse.
+            Defaults to `None`.
         clip_global_norm: Positive number. Clips all gradients together by
             their global norm. Only one of `clip_norm` and `clip_global_norm`
             can be set.
+            Defaults to `None`.
         check_numerics: Boolean. If `True` (the default), a step whose loss
             is not finite changes no variable and training stops with
             `keras_slim.NanLossDuringTrainingError`.
+            Defaults to `True`.
 
     Raises:
         ValueError: if `multipliers` is not a dict of patterns to finite
@@ -214,6 +189,7 @@ class GradientPolicy:
         self,
         multipliers=None,
         freeze=None,
+        *,
         trainable=None,
         clip_norm=None,
         clip_global_norm=None,

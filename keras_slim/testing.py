@@ -8,7 +8,7 @@ __all__ = ["local_cluster"]
 
 
 @contextlib.contextmanager
-def local_cluster(workers=2, ps=0, env=None):
+def local_cluster(workers=2, ps=0, *, env=None):
     """A `keras_slim.cluster.LocalCluster`, started, and always cleaned up.
 
     Every task is a real gRPC server on 127.0.0.1 in its own process. With
@@ -39,5 +39,5 @@ def local_cluster(workers=2, ps=0, env=None):
         model.fit(dataset_fn, epochs=1, steps_per_epoch=100)
     ```
     """
-    with LocalCluster(workers, ps, env) as cluster:
+    with LocalCluster(workers, ps, env=env) as cluster:
         yield cluster

@@ -34,9 +34,9 @@ import keras_slim  # noqa: E402
 from keras_slim import _checkpoint_readers  # noqa: E402
 from keras_slim import _configure  # noqa: E402
 from keras_slim import _digits  # noqa: E402
+from keras_slim.callbacks import StepCallback  # noqa: E402
 from keras_slim.callbacks import WarmStart  # noqa: E402
 from keras_slim.callbacks._files import check_writable  # noqa: E402
-from keras_slim.callbacks._steps import StepCallback  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
 

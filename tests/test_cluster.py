@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from keras_slim import cluster
 from keras_slim import testing
 from keras_slim.cluster import LocalCluster
 from tests.helpers import run_module
@@ -86,10 +87,12 @@ def test_launcher_returns_a_failing_worker_code_and_stops_the_others():
         (["--workers", "2"], "no command given"),
     ],
 )
-def test_launcher_bad_flags(args, message):
-    result = launch(*args)
-    assert result.returncode == 2
-    assert message in result.stderr
+def test_launcher_bad_flags(args, message, capsys):
+    # In-process: argparse's exit 2 is SystemExit(2) from main().
+    with pytest.raises(SystemExit) as exit_info:
+        cluster.main(list(args))
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 CALLER = textwrap.dedent(

@@ -1,5 +1,7 @@
 """GradientPolicy: validation, serialization, resolution, describe, apply."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -7,6 +9,8 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim.policy import PolicyPlan
+from tests.helpers import classification_data
+from tests.helpers import compile_model
 from tests.helpers import mlp
 
 
@@ -165,3 +169,42 @@ def test_plan_apply_global_norm_and_loss_scale():
     np.testing.assert_allclose(
         scaled[1].numpy() / 128.0, out[1].numpy(), rtol=1e-6
     )
+
+
+@pytest.mark.parametrize("clip", ["clip_norm", "clip_global_norm"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_policy_update_is_clip_of_multiply_from_gradients(clip, seed):
+    """One SGD(1) step of a SlimModel equals the weights minus
+    `clip(multiply_gradients(...))` of keras_slim.gradients, on random
+    multipliers that include 0.0 (the variable must not move) and
+    negative values."""
+    rng = np.random.default_rng(seed)
+    x, y = classification_data(64, seed=seed)
+    model = mlp()
+    paths = [v.path for v in model.trainable_variables]
+    values = [0.0, -1.5, float(rng.uniform(0.1, 3.0)), 1.0]
+    chosen = rng.permutation(values)
+    multipliers = {path: float(m) for path, m in zip(paths, chosen)}
+    policy = keras_slim.GradientPolicy(
+        multipliers={re.escape(p) + "$": m for p, m in multipliers.items()},
+        **{clip: 0.5},
+    )
+    model = compile_model(mlp(policy), keras.optimizers.SGD(1.0))
+    before = [v.numpy() for v in model.trainable_variables]
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(x=x, y=y, y_pred=model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    pairs = keras_slim.gradients.multiply_gradients(
+        list(zip(grads, model.trainable_variables)), multipliers
+    )
+    if clip == "clip_norm":
+        pairs = keras_slim.gradients.clip_gradient_norms(pairs, 0.5)
+    else:
+        pairs = keras_slim.gradients.clip_by_global_norm(pairs, 0.5)
+    model.fit(x, y, batch_size=64, epochs=1, shuffle=False, verbose=0)
+    for path, start, (grad, variable) in zip(paths, before, pairs):
+        np.testing.assert_allclose(
+            variable.numpy(), start - grad.numpy(), atol=1e-6, err_msg=path
+        )
+        if multipliers[path] == 0.0:
+            np.testing.assert_array_equal(variable.numpy(), start)

@@ -7,8 +7,8 @@ call); a `BlockFeed` reads a dataset a block of batches at a time.
 
 Blocks: feeding the batches of several steps with one read of the data.
 
-A read of a `tf.data` iterator (`IteratorGetNext`) costs about 50 us on
-a 2-core CPU (bench/step_floor.py), much of a small MLP's step;
+A read of a `tf.data` iterator (`IteratorGetNext`) is a fixed cost per
+step, much of a small model's step (bench/step_floor.py measures it);
 TF-Slim's benchmark peer read `tf.constant` tensors and paid nothing. When
 `SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, it
 reads blocks of `k` batches instead (`dataset.batch(k)`, or

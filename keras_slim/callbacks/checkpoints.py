@@ -54,13 +54,18 @@ class Checkpoints(StepCallback):
         directory: Path of the checkpoint directory (created if needed).
         every_n_secs: Positive number or `None`: save when this many
             seconds passed since the last save.
+            Defaults to `600`.
         every_n_steps: Positive integer or `None`: save at global steps that
             are multiples of it.
+            Defaults to `None`.
         max_to_keep: Positive integer or `None` (keep all): how many recent
             checkpoints to keep.
+            Defaults to `5`.
         keep_checkpoint_every_n_hours: Positive number or `None`: also keep
             one checkpoint per this many hours.
+            Defaults to `None`.
         restore: Whether to restore the latest checkpoint at train begin.
+            Defaults to `True`.
 
     Raises:
         ValueError: for an interval, `max_to_keep` or
@@ -78,6 +83,7 @@ class Checkpoints(StepCallback):
     def __init__(
         self,
         directory,
+        *,
         every_n_secs=600,
         every_n_steps=None,
         max_to_keep=5,

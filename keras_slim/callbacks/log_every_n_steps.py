@@ -42,6 +42,7 @@ class LogEveryNSteps(StepCallback):
 
     Args:
         every_n_steps: Positive integer.
+            Defaults to `100`.
 
     Raises:
         ValueError: if `every_n_steps` is not a positive integer.

@@ -36,6 +36,7 @@ class NanLossGuard(keras.callbacks.Callback):
 
     Args:
         fail: Whether a non-finite loss stops training.
+            Defaults to `True`.
 
     Raises:
         ValueError: if `fail` is not a boolean.

@@ -26,7 +26,9 @@ class StopAtStep(StepCallback):
 
     Args:
         num_steps: Positive integer: steps to run in this call.
+            Defaults to `None`.
         last_step: Non-negative integer: the global step to stop at.
+            Defaults to `None`.
 
     Raises:
         ValueError: unless exactly one of `num_steps` and `last_step` is

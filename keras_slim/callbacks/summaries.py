@@ -58,14 +58,19 @@ class Summaries(StepCallback):
         logdir: Directory of the event files.
         every_n_steps: Positive integer or `None`: write at global steps that
             are multiples of it.
+            Defaults to `None`.
         every_n_secs: Positive number or `None`: write at the first step
             (as TF-Slim's summary thread), then when this many seconds
             passed since the last write.
+            Defaults to `600`.
         histograms: Whether to write a histogram of every model variable.
+            Defaults to `False`.
         gradients: Whether to write each gradient's histogram and norm
             (needs a `SlimModel`).
+            Defaults to `False`.
         activations: Whether to write each layer output's histogram and zero
             fraction (needs a functional `SlimModel`).
+            Defaults to `False`.
 
     Raises:
         ValueError: for an empty `logdir`, a non-positive interval or a
@@ -83,12 +88,12 @@ class Summaries(StepCallback):
     def __init__(
         self,
         logdir,
+        *,
         every_n_steps=None,
         every_n_secs=600,
         histograms=False,
         gradients=False,
         activations=False,
-        *,
         clock=None,
     ):
         super().__init__()

@@ -71,7 +71,9 @@ class Trace(StepCallback):
         logdir: Directory for the profiles and the JSON traces.
         every_n_steps: Positive integer or `None`: trace the steps that begin
             at multiples of it.
+            Defaults to `None`.
         at_steps: Global steps whose step to trace.
+            Defaults to `()`.
 
     Raises:
         ValueError: for an empty `logdir`, an `every_n_steps` that is not a

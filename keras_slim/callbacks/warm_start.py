@@ -81,17 +81,23 @@ class WarmStart(keras.callbacks.Callback):
             only `values` are assigned.
         include: Pattern or list of patterns (`re.match` on
             `variable.path`): restore only these variables.
+            Defaults to `None`.
         exclude: Pattern or list of patterns: do not restore these
             (`--checkpoint_exclude_scopes`).
+            Defaults to `None`.
         name_map: How a variable path becomes a checkpoint key: a dict
             {regex: replacement} applied in order with `re.sub`, or a
             callable path -> key.
+            Defaults to `None`.
         values: A dict {variable path: array} assigned directly, after the
             checkpoint (slim's `assign_from_values`).
+            Defaults to `None`.
         ignore_missing: Skip selected variables the checkpoint lacks,
             instead of failing (`--ignore_missing_vars`).
+            Defaults to `False`.
         ignore_shape_mismatch: Skip variables whose shape differs from the
             checkpoint's, instead of failing.
+            Defaults to `False`.
 
     Attributes:
         report: After the warm start, a dict of lists of variable paths:
@@ -122,6 +128,7 @@ class WarmStart(keras.callbacks.Callback):
     def __init__(
         self,
         checkpoint,
+        *,
         include=None,
         exclude=None,
         name_map=None,
@@ -209,7 +216,7 @@ class WarmStart(keras.callbacks.Callback):
 
     def _var_map(self, model, reader):
         variables = checkpoints_lib.variables_to_restore(
-            model, self.include, self.exclude
+            model, include=self.include, exclude=self.exclude
         )
         if self._name_map is not None:
             return {self._name_map(variable_path(v)): v for v in variables}

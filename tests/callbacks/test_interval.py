@@ -70,6 +70,9 @@ def test_disabled_trigger_never_fires():
         ({"every_n_steps": 2.5}, "Received: every_n_steps=2.5"),
         ({"every_n_secs": -1}, "Received: every_n_secs=-1"),
         ({"every_n_secs": "60"}, "Received: every_n_secs='60'"),
+        ({"at_steps": [-1]}, "Received: at_steps=\\[-1\\]"),
+        ({"at_steps": 5}, "Received: at_steps=5"),
+        ({"at_steps": [True]}, "Received: at_steps=\\[True\\]"),
     ],
 )
 def test_bad_intervals(kwargs, message):
@@ -80,3 +83,37 @@ def test_bad_intervals(kwargs, message):
 def test_used_before_reset():
     with pytest.raises(RuntimeError, match="before `reset"):
         IntervalTrigger(every_n_steps=1)(1)
+
+
+def test_at_steps_fire_once_each_also_on_a_jump():
+    trigger = IntervalTrigger(at_steps=[3, 10, 11])
+    trigger.reset(0)
+    assert trigger.enabled
+    fired = [step for step in range(4, 17, 4) if trigger(step)]
+    # 4 covers 3; 12 covers 10 and 11 in one jump; 8 and 16 cover none.
+    assert fired == [4, 12]
+
+
+def test_at_steps_and_every_n_steps_together():
+    trigger = IntervalTrigger(every_n_steps=5, at_steps=[2])
+    trigger.reset(0)
+    assert [s for s in range(1, 11) if trigger(s)] == [2, 5, 10]
+
+
+@pytest.mark.parametrize(
+    "kwargs, first, last, due",
+    [
+        ({"at_steps": [0]}, 0, 0, 0),
+        ({"at_steps": [7, 3]}, 1, 8, 3),
+        ({"at_steps": [7]}, 8, 20, None),
+        ({"every_n_steps": 10}, 3, 12, 10),
+        ({"every_n_steps": 10}, 11, 19, None),
+        ({"every_n_steps": 10}, 0, 0, 0),
+        ({"every_n_steps": 10, "at_steps": [12]}, 11, 25, 12),
+        ({}, 0, 100, None),
+    ],
+)
+def test_first_due_is_the_first_chosen_step_of_a_range(
+    kwargs, first, last, due
+):
+    assert IntervalTrigger(**kwargs).first_due(first, last) == due

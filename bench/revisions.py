@@ -1,0 +1,116 @@
+"""keras_slim's speed at two revisions, side by side in one run.
+
+Runs `SlimModel.fit` and `keras_slim.train` of bench/vs_tf_slim.py (the
+same models, policy, services and timing) at a baseline git revision and
+at the working tree, alternating the two in each round, each in a fresh
+process that imports that revision's package and bench. Prints the
+medians of steps/s and the ratio after / before, the figure a refactor
+must keep within noise.
+
+Run: `python bench/revisions.py --baseline a75fcff [--rounds 5]`.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+CHILD = """
+import json, logging, os, sys, tempfile
+sys.path[:0] = [{bench!r}, {root!r}]
+import keras
+import _common
+import vs_tf_slim
+log = logging.getLogger("keras_slim")
+log.addHandler(logging.StreamHandler(open(os.devnull, "w")))
+log.setLevel(logging.INFO)
+log.propagate = False
+name = {name!r}
+data = _common.dataset(_common.MODELS[name][0])
+rates = {{}}
+for variant in ("SlimModel.fit", "keras_slim.train"):
+    with tempfile.TemporaryDirectory(dir={shm!r}) as logdir:
+        rates[variant] = vs_tf_slim.VARIANTS[variant](name, data, logdir)
+    keras.backend.clear_session()
+print(json.dumps(rates))
+"""
+
+
+def run(tree, name, shm):
+    """The two variants' steps/s at the revision checked out in `tree`."""
+    code = CHILD.format(
+        bench=str(tree / "bench"), root=str(tree), name=name, shm=shm
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tempfile.gettempdir(),
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{tree} {name}:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", required=True, help="a git revision")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory() as parent:
+        before = pathlib.Path(parent) / "baseline"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(before), args.baseline],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            _compare(before, args, shm)
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(before)],
+                cwd=ROOT,
+                capture_output=True,
+            )
+
+
+def _compare(before, args, shm):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import _common
+
+    print(
+        f"baseline {args.baseline} vs the working tree; medians of "
+        f"{args.rounds} alternating rounds, steps/s"
+    )
+    print()
+    print(
+        "| model | variant | baseline | working tree | working tree / "
+        "baseline |"
+    )
+    print("|---|---|---|---|---|")
+    for name in _common.MODELS:
+        results = {"baseline": [], "working tree": []}
+        for _ in range(args.rounds):
+            results["baseline"].append(run(before, name, shm))
+            results["working tree"].append(run(ROOT, name, shm))
+        for variant in ("SlimModel.fit", "keras_slim.train"):
+            b = statistics.median(r[variant] for r in results["baseline"])
+            a = statistics.median(r[variant] for r in results["working tree"])
+            print(
+                f"| {name} | {variant} | {b:.1f} | {a:.1f} | {a / b:.3f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
