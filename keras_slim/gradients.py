@@ -81,7 +81,10 @@ def _factors(values, multipliers, clip_norm, clip_global_norm, scale):
     threshold = tf.cast(threshold, tf.float32)
     if scale is not None:
         threshold = threshold * tf.cast(scale, tf.float32)
-    m = tf.stack([tf.cast(m, tf.float32) for m in multipliers])
+    if all(isinstance(m, (int, float)) for m in multipliers):
+        m = tf.constant(multipliers, tf.float32)  # one constant, not N
+    else:
+        m = tf.stack([tf.cast(m, tf.float32) for m in multipliers])
     # l2_loss is sum(v ** 2) / 2 in one kernel.
     squares = 2.0 * tf.stack(
         [tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values]

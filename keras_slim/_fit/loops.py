@@ -164,17 +164,13 @@ class BlockSource:
         return feed.batch(self._block, 0)
 
     def start(self):
-        return tf.constant(True)
-
-    def more(self, state):
-        return state
+        return None  # every step up to `count` has a batch
 
     def batch(self, step, state):
         del state
         return feed.batch(self._block, step)
 
     def advance(self, step, state):
-        del step
         return state
 
 
@@ -192,17 +188,13 @@ class ScheduledSource:
         return next(self._iterator)
 
     def start(self):
-        return tf.constant(True)
-
-    def more(self, state):
-        return state
+        return None  # the worker's dataset is repeated
 
     def batch(self, step, state):
         del step, state
         return next(self._iterator)
 
     def advance(self, step, state):
-        del step
         return state
 
 
@@ -210,8 +202,9 @@ def run_steps(one_step, source, steps, records):
     """The one loop body: up to `steps` steps on the batches of `source`.
 
     The first step runs unconditionally (see the module docstring); the
-    others in a `tf.while_loop` while `step < steps` and the source has a
-    batch. With `steps` a Python 1, there is no loop at all.
+    others in a `tf.while_loop` while `step < steps` and, for a source
+    whose `start()` gives a state, while that state has a batch. With
+    `steps` a Python 1, there is no loop at all.
 
     Args:
         one_step: A function of a batch returning the step's logs.
@@ -228,17 +221,33 @@ def run_steps(one_step, source, steps, records):
     recorded = records.after(recorded, 0)
     if isinstance(steps, int) and steps <= 1:
         return outputs, records.result(recorded)
+    state = source.start()
+    if state is None:
+        # No state to carry: fewer ops per step than a looked-ahead batch.
+        def more(step, outputs, recorded):
+            return step < steps
 
-    def more(step, outputs, state, recorded):
+        def body(step, outputs, recorded):
+            outputs = one_step(source.batch(step, None))
+            return step + 1, outputs, records.after(recorded, step)
+
+        _, outputs, recorded = tf.while_loop(
+            more, body, (tf.constant(1), outputs, recorded)
+        )
+        return outputs, records.result(recorded)
+
+    def more_with_state(step, outputs, state, recorded):
         return tf.logical_and(step < steps, source.more(state))
 
-    def body(step, outputs, state, recorded):
+    def body_with_state(step, outputs, state, recorded):
         outputs = one_step(source.batch(step, state))
         recorded = records.after(recorded, step)
         return step + 1, outputs, source.advance(step, state), recorded
 
     _, outputs, _, recorded = tf.while_loop(
-        more, body, (tf.constant(1), outputs, source.start(), recorded)
+        more_with_state,
+        body_with_state,
+        (tf.constant(1), outputs, state, recorded),
     )
     return outputs, records.result(recorded)
 
