@@ -11,6 +11,7 @@ from keras_slim import checkpoints
 from keras_slim import gradients
 from keras_slim.deployment import DeploymentConfig
 from keras_slim.errors import NanLossDuringTrainingError
+from keras_slim.errors import TrainingPreemptedError
 from keras_slim.learning import train
 from keras_slim.model import SlimModel
 from keras_slim.model import wrap
@@ -23,6 +24,7 @@ __all__ = [
     "GradientPolicy",
     "NanLossDuringTrainingError",
     "SlimModel",
+    "TrainingPreemptedError",
     "callbacks",
     "checkpoints",
     "gradients",

@@ -26,6 +26,7 @@ __all__ = [
     "backing_variable",
     "call_has_training_arg",
     "compute_loss",
+    "dataset_external_state",
     "distribute_strategy_if_set",
     "flatten_layers",
     "in_multi_worker_mode",
@@ -35,6 +36,7 @@ __all__ = [
     "make_assign_add_atomic",
     "reduce_step_outputs_auto",
     "replace_all_reduce_sum",
+    "set_initial_epoch",
     "strategy_supports_no_merge_call",
     "symbolic_build",
     "unscale_loss",
@@ -204,6 +206,37 @@ def replace_all_reduce_sum(optimizer, make_replacement):
 
 
 # -- Checkpoints and traces ---------------------------------------------
+
+
+def dataset_external_state(dataset):
+    """Why a dataset's state cannot be serialized (a stateful op in it), or
+    `None` (`Dataset._variant_tensor` through `DatasetToGraphV2` with
+    `ExternalStatePolicy.FAIL`, what iterator checkpointing runs).
+
+    Args:
+        dataset: A `tf.data.Dataset`.
+
+    Returns:
+        TensorFlow's message ("RandomUniform is stateful."), or `None`.
+    """
+    try:
+        tf.raw_ops.DatasetToGraphV2(
+            input_dataset=dataset._variant_tensor,
+            external_state_policy=(
+                tf.data.experimental.ExternalStatePolicy.FAIL.value
+            ),
+        )
+    except tf.errors.FailedPreconditionError as error:
+        return error.message
+    return None
+
+
+def set_initial_epoch(model, epoch):
+    """The epoch Keras's `fit` starts at, read after `on_train_begin`
+    (`Trainer._initial_epoch`, what Keras's `BackupAndRestore` sets);
+    `None` for `fit`'s own `initial_epoch`."""
+    model._initial_epoch = epoch
+
 
 #: The proto of a TF2 checkpoint's object graph (`tensorflow.core.protobuf.
 #: trackable_object_graph_pb2`), read to name an object-based checkpoint's

@@ -13,11 +13,16 @@ runner):
 - `step_summaries`: the in-step summaries hook `Summaries` installs;
 - `raise_on_nonfinite`: the NaN mode `NanLossGuard` asks for;
 - `no_step`: `StopAtStep`'s request that the next call run no step;
+  `phantom`: the call runs no step because a resumed run is catching up
+  with Keras's count of the steps in its epoch (`keras_slim/_fit/
+  position.py`);
 - `settle()`: waits for steps in flight (parameter servers);
 - `resumed_from`: the checkpoint `Checkpoints` restored (`WarmStart` steps
   aside for it);
 - `is_chief`: whether this process writes (the strategy's answer, or
-  `keras_slim.train(is_chief=...)`).
+  `keras_slim.train(is_chief=...)`);
+- `stop_signal`: the SIGTERM or SIGINT received while `Checkpoints` runs
+  (`catch_signals`), which saves and stops at the end of the call.
 
 `SlimModel.fit` and `keras_slim.train` start a run explicitly (`start`).
 A plain `keras.Model` has no keras_slim `fit`, so the first keras_slim
@@ -27,8 +32,15 @@ from the next.
 """
 
 import contextlib
+import logging
+import signal
+import threading
 
 from keras_slim import _strategy
+
+logger = logging.getLogger("keras_slim")
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 # The one attribute keras_slim sets on a model: its current run.
 _ATTRIBUTE = "_keras_slim_run"
@@ -57,10 +69,16 @@ class Run:
         self.step_summaries = None
         self.raise_on_nonfinite = True
         self.no_step = False
+        self.phantom = False
         self.resumed_from = None
         self._settle = None
         self._params = None
         self._explicit = False
+        self.stop_signal = None
+        self.saving = False
+        self._abort_after_save = False
+        self._saved_handlers = None
+        self._at_end = []
 
     @property
     def is_chief(self):
@@ -108,6 +126,91 @@ class Run:
             return {}
 
         self.model.train_function = no_step
+
+    @property
+    def runs_no_step(self):
+        """Whether the coming call of the train function runs no step."""
+        return self.no_step or self.phantom
+
+    def resumed(self, path):
+        """Records that `Checkpoints` restored `path` (or started afresh).
+
+        The feed's restored input position then tells Keras's epoch loop
+        where to go on (`keras_slim/_fit/position.py`).
+
+        Args:
+            path: The checkpoint restored, or `None`.
+        """
+        self.resumed_from = path
+        if path is not None and self.feed is not None:
+            self.feed.resume(self.model)
+
+    def catch_signals(self):
+        """Makes SIGTERM and SIGINT stop training at the end of the call.
+
+        The first signal is recorded (`stop_signal`); the call of the
+        train function in flight finishes, and `Checkpoints` saves and
+        raises `keras_slim.TrainingPreemptedError`. A second SIGINT raises
+        `KeyboardInterrupt` at once, or just after a save being written.
+        The previous handlers come back with `release_signals` (at the end
+        of the run at the latest). Only the main thread can catch signals;
+        elsewhere this does nothing.
+        """
+        if self._saved_handlers is not None:
+            return
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._saved_handlers = {s: signal.getsignal(s) for s in _SIGNALS}
+        for number in _SIGNALS:
+            signal.signal(number, self._on_signal)
+
+    def _on_signal(self, number, frame):
+        del frame
+        name = signal.Signals(number).name
+        if self.stop_signal is None:
+            self.stop_signal = name
+            logger.warning(
+                "%s received: finishing the current call, then saving a "
+                "checkpoint and stopping (a second SIGINT aborts).",
+                name,
+            )
+            return
+        if number == signal.SIGINT:
+            if self.saving:
+                self._abort_after_save = True
+                return
+            self.release_signals()
+            raise KeyboardInterrupt
+
+    def saved(self):
+        """Called when a save ends: a second SIGINT during it aborts now."""
+        if self._abort_after_save:
+            self._abort_after_save = False
+            self.release_signals()
+            raise KeyboardInterrupt
+
+    def at_end(self, function):
+        """Runs `function` when the run ends, even on an error (a run
+        `start` started; a callback of a plain model's `fit` also calls it
+        from `on_train_end`).
+
+        Args:
+            function: A function of no argument.
+        """
+        self._at_end.append(function)
+
+    def end(self):
+        """Runs what `at_end` registered and puts the signals back."""
+        functions, self._at_end = self._at_end, []
+        for function in functions:
+            function()
+        self.release_signals()
+
+    def release_signals(self):
+        """Puts back the signal handlers `catch_signals` replaced."""
+        handlers, self._saved_handlers = self._saved_handlers, None
+        for number, handler in (handlers or {}).items():
+            signal.signal(number, handler)
 
     def take_no_step(self):
         """Returns whether a call must run no step, clearing the request."""
@@ -176,6 +279,7 @@ def start(model, *, is_chief=None):
     try:
         yield run
     finally:
+        run.end()
         vars(model).pop(_ATTRIBUTE, None)
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "available_in_checkpoint",
     "list_variables",
     "restore_latest",
+    "restore_training_state",
     "resumed_from",
     "training_checkpoint",
     "variables_to_restore",
@@ -78,15 +79,31 @@ def _model_variables(model):
     return by_path
 
 
-def training_checkpoint(model):
+#: The checkpoint entry holding the model's variable paths, in model order.
+STRUCTURE_KEY = "structure"
+
+
+def training_checkpoint(model, *, data=None, names=None):
     """Returns the `tf.train.Checkpoint` of a model's training state.
+
+    The model's variables are keyed by path (`model/fc1/kernel`, readable
+    with `tf.train.load_checkpoint` and warm start), and `structure` holds
+    those paths in model order, so that `restore_training_state` can
+    restore into an identically built model whose layers got other
+    automatic names (a model built twice in one process).
 
     Args:
         model: A compiled Keras model whose optimizer is built.
+        data: The input position of a `SlimModel.fit` (its run's feed
+            state: Keras's epoch, the step in it, the data iterator), or
+            `None`. Defaults to `None`.
+        names: The checkpoint's names for the model's variables, in model
+            order, when they differ from the paths (a restore by
+            structure); `None` for the paths. Defaults to `None`.
 
     Returns:
-        A `tf.train.Checkpoint` with `model` (the model's variables by
-        path) and `optimizer`.
+        A `tf.train.Checkpoint` with `model`, `optimizer`, `structure`,
+        and `data` when given.
 
     Raises:
         ValueError: if two variables of the model share a path.
@@ -97,9 +114,117 @@ def training_checkpoint(model):
     checkpoint.write("/tmp/run/model.ckpt-100")
     ```
     """
-    return tf.train.Checkpoint(
-        model=_model_variables(model), optimizer=model.optimizer
-    )
+    variables = _model_variables(model)
+    paths = list(variables)
+    if names is not None:
+        variables = dict(zip(names, variables.values()))
+    with tf.init_scope():
+        structure = tf.Variable(paths if paths else [""], dtype=tf.string)
+    parts = {
+        "model": variables,
+        "optimizer": model.optimizer,
+        STRUCTURE_KEY: structure,
+    }
+    if data is not None:
+        parts["data"] = data
+    return tf.train.Checkpoint(**parts)
+
+
+def _saved_structure(path):
+    """The variable paths a training checkpoint saved, in model order, or
+    `None` for a checkpoint written before they were saved."""
+    reader = tf.train.load_checkpoint(path)
+    key = f"{STRUCTURE_KEY}/.ATTRIBUTES/VARIABLE_VALUE"
+    if not reader.has_tensor(key):
+        return None
+    return [p.decode() for p in reader.get_tensor(key).tolist() if p]
+
+
+def _names_by_structure(model, saved):
+    """The checkpoint's names for the model's variables, matched by
+    position, shape and dtype; raises listing what differs."""
+    variables = list(_model_variables(model).values())
+    paths = [variable_path(v) for v in variables]
+    if saved is None or saved == paths:
+        return None
+    differences = []
+    if len(saved) != len(paths):
+        differences.append(
+            f"the checkpoint holds {len(saved)} model variables, the model "
+            f"has {len(paths)}"
+        )
+    for i, (name, variable) in enumerate(zip(saved, variables)):
+        model_name = _strip_counter(variable_path(variable))
+        if _strip_counter(name) != model_name:
+            differences.append(
+                f"variable {i}: checkpoint {name!r}, model "
+                f"{variable_path(variable)!r}"
+            )
+    if differences:
+        raise ValueError(
+            "The checkpoint was written by a model of another structure, so "
+            "it cannot be restored into this one:\n  "
+            + "\n  ".join(differences[:20])
+        )
+    return saved
+
+
+_COUNTER = re.compile(r"_\d+(?=/|$)")
+
+
+def _strip_counter(path):
+    """`dense_4/kernel` -> `dense/kernel`: a path without the counters
+    Keras appends to automatic layer names."""
+    return _COUNTER.sub("", path)
+
+
+def _resumable(path):
+    """Whether a checkpoint holds the input position of an unfinished
+    `fit` (one that was killed or preempted)."""
+    reader = tf.train.load_checkpoint(path)
+    key = "data/finished/.ATTRIBUTES/VARIABLE_VALUE"
+    return reader.has_tensor(key) and not bool(reader.get_tensor(key))
+
+
+def restore_training_state(model, path, *, data=None):
+    """Restores a training checkpoint into `model`, matching its structure.
+
+    The input position (`data`) is restored only from a checkpoint of a
+    `fit` that did not finish: a new `fit` after a finished one starts its
+    own schedule. Variables are matched by path; when the paths differ
+    only by the
+    counters of automatic layer names (`dense_4` for `dense_1`: the same
+    model built again in one process), by their position in the model,
+    as `tf.train.Checkpoint` and Keras weights files match objects. The
+    shapes are then checked by TensorFlow's restore.
+
+    Args:
+        model: A compiled Keras model whose optimizer is built.
+        path: A checkpoint prefix (`.../model.ckpt-100`).
+        data: As for `training_checkpoint`. Defaults to `None`.
+
+    Raises:
+        ValueError: if the model differs from the checkpoint's (the
+            message lists the differences).
+        Exception: what TensorFlow raises for a file it cannot read.
+
+    Example:
+    ```python
+    restore_training_state(model, tf.train.latest_checkpoint("/tmp/run"))
+    ```
+    """
+    names = _names_by_structure(model, _saved_structure(path))
+    if data is not None and not _resumable(path):
+        data = None  # no input position, or that of a finished fit
+    checkpoint = training_checkpoint(model, data=data, names=names)
+    status = checkpoint.restore(path)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(
+            f"The checkpoint {path!r} does not match model "
+            f"{model.name!r}: {error}"
+        ) from None
 
 
 def all_finite(model):
@@ -120,21 +245,28 @@ def all_finite(model):
     return True
 
 
-def restore_latest(checkpoint, manager):
+def restore_latest(checkpoint, manager, *, model=None, data=None):
     """Restores the newest readable checkpoint of `manager`.
 
     Checkpoints are tried from the newest to the oldest: one that cannot be
     read (a truncated file, say) is skipped with a warning.
 
     Args:
-        checkpoint: The `tf.train.Checkpoint` to restore into.
+        checkpoint: The `tf.train.Checkpoint` to restore into (unused when
+            `model` is given).
         manager: The `tf.train.CheckpointManager` of the directory.
+        model: The model, to restore with `restore_training_state`
+            (matching its structure); `None` restores `checkpoint`.
+            Defaults to `None`.
+        data: As for `training_checkpoint`. Defaults to `None`.
 
     Returns:
         The path restored, or `None` when the directory has no checkpoint.
 
     Raises:
         RuntimeError: if the directory has checkpoints and none is readable.
+        ValueError: if the newest readable checkpoint was written by a model
+            of another structure.
     """
     paths = list(reversed(manager.checkpoints))
     if not paths:
@@ -142,7 +274,12 @@ def restore_latest(checkpoint, manager):
     failures = []
     for path in paths:
         try:
-            checkpoint.restore(path).assert_existing_objects_matched()
+            if model is None:
+                checkpoint.restore(path).assert_existing_objects_matched()
+            else:
+                restore_training_state(model, path, data=data)
+        except ValueError:
+            raise
         # A damaged file fails in many ways (OpError, IndexError, ...).
         except Exception as error:
             failures.append(f"{path}: {type(error).__name__}: {error}")

@@ -13,7 +13,9 @@ then prints the held-out accuracy and how to open TensorBoard.
 
 Exit codes: 0 on success, 1 when the loss is not finite (as
 tf.contrib.learn's NanLossDuringTrainingError), 2 for a bad flag (the
-message names it).
+message names it), 42 when SIGTERM or SIGINT stopped training after a
+checkpoint was saved (TensorFlow's restart code: a job manager reruns the
+command, which resumes).
 
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
@@ -37,6 +39,7 @@ from keras_slim import _digits  # noqa: E402
 from keras_slim.callbacks import StepCallback  # noqa: E402
 from keras_slim.callbacks import WarmStart  # noqa: E402
 from keras_slim.callbacks._files import check_writable  # noqa: E402
+from keras_slim.errors import PREEMPTED_EXIT_CODE  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -349,6 +352,9 @@ def run(flags):
     except keras_slim.NanLossDuringTrainingError as error:
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return 1
+    except keras_slim.TrainingPreemptedError as error:
+        print(f"keras-slim-train: {error}", file=sys.stderr)
+        return PREEMPTED_EXIT_CODE
     if config.is_chief:
         accuracy, count = _evaluate(model, flags, test)
         step = int(model.optimizer.iterations.numpy())

@@ -105,7 +105,7 @@ def test_only_the_run_accessor_sets_an_attribute_on_the_model():
         for n, line in enumerate(p.read_text().splitlines(), 1)
         if "_keras_slim_" in line
     ]
-    assert hits == ["_run.py:34"], hits
+    assert len(hits) == 1 and hits[0].startswith("_run.py:"), hits
 
 
 def test_no_callback_assigns_the_train_function():

@@ -8,20 +8,24 @@ A batch, from `fit` to `train_step`:
    Keras's `fit`;
 3. with `steps_per_execution="auto"`, `auto_steps.choose` picks the steps
    per call the callbacks allow;
-4. `feed.make` picks the run's data feed: the data as given, or blocks of
-   batches (`feed.py`);
+4. `feed.make` picks the run's data feed: a host iterator the run owns
+   (datasets, arrays; its position is part of every checkpoint), read a
+   batch or a block of batches per step, or the data as given to Keras
+   (`feed.py`); `position.Position` counts Keras's epoch and steps;
 5. Keras's epoch loop calls `model.train_function` per batch of steps: a
    `TrainFunction` (`train_function.py`) that asks the run and runs
    `loops.run_steps`, the one loop body, which calls `train_step` per
    step.
 """
 
+from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import _strategy
 from keras_slim._fit import auto_steps
 from keras_slim._fit import feed as feed_lib
 from keras_slim._fit import multi_worker
 from keras_slim._fit import parameter_server
+from keras_slim._fit import position
 from keras_slim._fit.train_function import TrainFunction
 from keras_slim._fit.train_function import translate_nonfinite
 
@@ -57,17 +61,25 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
         run.records = None
         if _strategy.is_parameter_server(model.distribute_strategy):
             return _fit_on_parameter_servers(model, run, x, y, kwargs)
-        if not auto:
-            run.feed = feed_lib.Feed(x, y, kwargs)
-            return keras_fit(x, y, **kwargs)
-        steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
-        model.steps_per_execution = steps
+        steps = None
+        if auto:
+            steps = (
+                1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
+            )
+            model.steps_per_execution = steps
         run.feed = feed_lib.make(model, x, y, kwargs, steps)
+        kwargs = dict(run.feed.kwargs)
+        kwargs["callbacks"] = [
+            position.Position(),
+            *(kwargs.get("callbacks") or []),
+        ]
         try:
             return keras_fit(*run.feed.keras_data(), **kwargs)
         finally:
-            # Evaluation and prediction keep one batch per call.
-            model.steps_per_execution = 1
+            _keras.set_initial_epoch(model, None)
+            if auto:
+                # Evaluation and prediction keep one batch per call.
+                model.steps_per_execution = 1
 
 
 def _fit_on_parameter_servers(model, run, x, y, kwargs):
@@ -76,7 +88,10 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs):
             "Under ParameterServerStrategy, pass a tf.data.Dataset of "
             "(x, y) batches or a dataset function as `x`, and no `y`."
         )
-    run.feed = feed_lib.Feed(x, None, kwargs)
+    run.feed = feed_lib.Feed(
+        x, None, kwargs, why="parameter-server workers read their own data"
+    )
+    run.feed.follows_keras = False
     return parameter_server.fit(
         model,
         x,

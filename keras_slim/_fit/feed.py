@@ -1,46 +1,59 @@
 """The data feed of one `fit`: what Keras iterates, what the loop reads.
 
-Every `SlimModel.fit` has a feed, held by its run (`Run.feed`). `make`
-picks it: a `Feed` hands Keras the data as given and the train function
-reads Keras's iterators (arrays, generators, datasets at one step per
-call); a `BlockFeed` reads a dataset a block of batches at a time.
+Every `SlimModel.fit` has a feed, held by its run (`Run.feed`), chosen by
+`make`:
+
+- a `HostFeed` for a `tf.data.Dataset` or arrays, under the default
+  strategy or `MirroredStrategy`: the run reads the data itself, from a
+  host iterator it owns, and Keras's epoch loop iterates a stand-in of
+  the same length and structure (zeros it never reads) to count steps and
+  epochs. Owning the iterator is what makes the input position part of
+  every checkpoint (`state`: the iterator through TensorFlow's iterator
+  checkpointing, with its shuffle buffers and reshuffle seeds, Keras's
+  epoch and the step in it), and what a resumed run restores. Arrays are
+  read through a `tf.data` pipeline of their own (a seeded shuffle of
+  indices per epoch, then a gather), so they resume exactly too. Under
+  `MirroredStrategy` the loop splits each global batch across the
+  replicas as `tf.distribute` does (`split_across_replicas`).
+- a `Feed` otherwise (Python generators, `PyDataset`s, distributed
+  datasets, `class_weight`, `validation_split`, `run_eagerly`,
+  multi-worker and parameter-server strategies): Keras iterates the data
+  as given and the train function reads Keras's iterators. Its position
+  cannot be saved; a resumed run skips the batches already consumed in
+  the epoch (`resume_skips`).
+
+A new host pass starts whenever Keras hands the train function an
+iterator it has not seen (Keras makes one per pass over the data).
 
 Blocks: feeding the batches of several steps with one read of the data.
-
 A read of a `tf.data` iterator (`IteratorGetNext`) is a fixed cost per
 step, much of a small model's step (bench/step_floor.py measures it);
 TF-Slim's benchmark peer read `tf.constant` tensors and paid nothing. When
-`SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, it
-reads blocks of `k` batches instead (`dataset.batch(k)`, or
+`SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, the
+host iterator reads blocks of `k` batches instead (`dataset.batch(k)`, or
 `ragged_batch(k)` where the batch dimension varies, e.g. a short last
 batch) and the train function slices batch `i` out of the block in the
 graph: one read per call instead of `k` (figures in docs/benchmarks.md).
-
-Keras's `fit` still runs its own epoch loop, which counts steps and makes
-an iterator for each pass over the data (and one more at each epoch's
-end, which the next epoch replaces). It is handed a stand-in dataset of
-the same length and structure, made of zeros it never reads (under the
-default strategy Keras builds nothing from the data), whose `__iter__`
-starts a pass over the real blocks each time Keras makes an iterator. So
-the real dataset is iterated as many times as Keras would have iterated
-it, and a dataset reshuffled with a seed sees the same orders (tested
-against one step per call).
-
 Used only where it changes nothing but speed: `steps_per_execution`
-chosen by the model ("auto"), the default strategy (no `MirroredStrategy`
-or multi-worker: their iterators are distributed), a dataset of known or
+chosen by the model ("auto"), the default strategy, a dataset of known or
 infinite length with dense components whose only unknown dimension is the
-batch one, and no `class_weight` (Keras would transform the dataset).
-A block holds `k` batches in memory at once, so only small inputs, where a
-read is much of a step, are read in blocks: a block of at most 64 MiB
-where the batch size is known; at most 4 KiB per example where it is not
-(32 batches of 256 examples: at most 32 MiB).
+batch one. A block holds `k` batches in memory at once, so only small
+inputs, where a read is much of a step, are read in blocks: a block of at
+most 64 MiB where the batch size is known; at most 4 KiB per example where
+it is not (32 batches of 256 examples: at most 32 MiB).
 """
 
+import logging
+import math
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _strategy
+
+logger = logging.getLogger("keras_slim")
 
 # Blocks pay where a read costs much of a step, i.e. for small inputs: at
 # most this many bytes per block (batch size known), or per example
@@ -84,8 +97,6 @@ def eligible(model, x, kwargs, steps):
         tf.distribute.has_strategy()
     ):
         return False
-    if keras.distribution.distribution() is not None:
-        return False
     cardinality = int(x.cardinality().numpy())
     if cardinality < 0 and cardinality != tf.data.INFINITE_CARDINALITY:
         return False
@@ -103,89 +114,315 @@ def _zeros(spec, one):
 class Feed:
     """Keras's own feed: `fit` iterates the data as given.
 
+    The train function reads Keras's iterators. The position in the data
+    cannot be saved; after a resume, the first call skips the batches the
+    interrupted run had consumed in its epoch (`resume_skips`), which
+    gives the same data only if the input yields the same batches each
+    time it is made.
+
     Args:
         x: `fit`'s data argument.
         y: `fit`'s targets, or `None`.
         kwargs: `fit`'s other keyword arguments.
-
-    Example:
-    ```python
-    feed = Feed(x, y, kwargs)
-    model.fit(*feed.keras_data(), **feed.kwargs)
-    ```
+        why: Why the position cannot be saved, for the warning a
+            `Checkpoints` callback logs. Defaults to `None`.
     """
 
+    reads_host = False
     reads_blocks = False
+    #: Whether Keras's epoch loop runs the steps (not so for the
+    #: parameter-server loop).
+    follows_keras = True
 
-    def __init__(self, x, y, kwargs):
+    def __init__(self, x, y, kwargs, *, why=None):
         self.x = x
         self.y = y
         self.kwargs = kwargs
+        self.why = why
+        self.state = DataState()
+        self.resume_skips = 0
+        # Keras's epoch and the steps run in it, counted on the host
+        # (`keras_slim/_fit/position.py`), written to `state` on save.
+        self.epoch = 0
+        self.step = 0
+        self.finished = False
+        # The restored `(epoch, step)` while catching up with it.
+        self.resume_at = None
+
+    def save_position(self):
+        """Writes the host's count of the position into `state`."""
+        self.state.epoch.assign(self.epoch)
+        self.state.step.assign(self.step)
+        self.state.finished.assign(self.finished)
+
+    def resume(self, model):
+        """Goes on from the restored `state`: Keras's loop starts at the
+        restored epoch, and its first `step` steps run no step.
+
+        Args:
+            model: The model being fitted.
+        """
+        if not self.follows_keras:
+            return
+        epoch = int(self.state.epoch.numpy())
+        step = int(self.state.step.numpy())
+        _keras.set_initial_epoch(model, epoch)
+        self.resume_at = (epoch, step)
+        self._positioned()
+
+    def _positioned(self):
+        # Keras's iterator is read from the first step after the resume
+        # point: skip what the interrupted run consumed of the epoch.
+        self.resume_skips = self.resume_at[1]
 
     def keras_data(self):
         """`(x, y)` as Keras's `fit` is to iterate them."""
         return self.x, self.y
 
+    def check_checkpointable(self):
+        """Why the input's state cannot all be saved, or `None`."""
+        return self.why
 
-class BlockFeed(Feed):
-    """The blocks of `steps` batches of a dataset, one pass per Keras pass.
+    def skip(self, iterator):
+        """Consumes the batches a resume skips from Keras's iterator."""
+        skips, self.resume_skips = self.resume_skips, 0
+        for _ in range(skips):
+            next(iterator)
 
-    Args:
-        dataset: A dataset `eligible` accepted.
-        steps: The steps per call (`k`).
-        kwargs: `fit`'s other keyword arguments.
 
-    Example:
-    ```python
-    feed = BlockFeed(dataset, 30, kwargs)
-    model.fit(*feed.keras_data(), ...)  # the train function calls:
-    blocks = feed.blocks_for(keras_iterator)
-    ```
+class DataState(tf.Module):
+    """The input position a checkpoint holds under `data/`.
+
+    `epoch` is Keras's epoch and `step` the steps run in it (what Keras's
+    epoch loop needs to go on where the run stopped); `finished` whether
+    that `fit` ended (a new `fit` then starts its own schedule and reads
+    its data afresh, as before); `iterator` the host iterator of the
+    current pass (a `HostFeed`'s; absent otherwise); `seed` the shuffle
+    seed of array input.
     """
 
-    reads_blocks = True
+    def __init__(self, seed=0):
+        super().__init__(name="data")
+        with tf.init_scope():
+            self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self.finished = tf.Variable(False, trainable=False)
+            self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
 
-    def __init__(self, dataset, steps, kwargs):
-        super().__init__(dataset, None, kwargs)
-        self.steps = steps
-        spec = dataset.element_spec
-        static = all(s.shape.is_fully_defined() for s in tf.nest.flatten(spec))
-        self.blocks = (
-            dataset.batch(steps) if static else dataset.ragged_batch(steps)
+
+class HostFeed(Feed):
+    """The run reads the data from a host iterator it owns.
+
+    Args:
+        dataset: A function of the shuffle seed returning the batched
+            `tf.data.Dataset` to read.
+        cardinality: The dataset's number of batches (or
+            `tf.data.INFINITE_CARDINALITY`, `UNKNOWN_CARDINALITY`).
+        element_spec: The dataset's element spec.
+        kwargs: `fit`'s other keyword arguments, for Keras.
+        blocks: Batches per block, or `None` to read one batch per step.
+        seed: The shuffle seed (array input).
+    """
+
+    reads_host = True
+
+    def __init__(
+        self,
+        dataset,
+        cardinality,
+        element_spec,
+        kwargs,
+        *,
+        blocks,
+        seed,
+        stateless=False,
+    ):
+        # The host pipeline shuffles; Keras's stand-in is never read.
+        super().__init__(None, None, dict(kwargs, shuffle=False))
+        self._make = dataset
+        self.blocks = blocks
+        self.reads_blocks = blocks is not None
+        self.state = DataState(seed)
+        self.stand_in = _stand_in(cardinality, element_spec)
+        # The pass and Keras's epoch end together (no `steps_per_epoch`).
+        self._pass_length = (
+            cardinality
+            if cardinality > 0 and not kwargs.get("steps_per_epoch")
+            else None
         )
-        cardinality = int(dataset.cardinality().numpy())
-        endless = cardinality == tf.data.INFINITE_CARDINALITY
-        indices = tf.data.Dataset.range(1 if endless else cardinality)
+        self._keras_iterator = None
+        self._host = None
+        self._next = None
+        self._stateless = stateless
+        self._options = None
 
-        def zeros(i):
-            # A dynamic 1 keeps the batch dimension unknown, as in `spec`.
-            one = tf.cast(i * 0 + 1, tf.int32)
-            return tf.nest.map_structure(lambda s: _zeros(s, one), spec)
+    def check_checkpointable(self):
+        """Why the input's state cannot all be saved, or `None`.
 
-        stand_in = indices.map(zeros)
-        stand_in = stand_in.repeat() if endless else stand_in
-        stand_in.__class__ = _stand_in_class(type(stand_in))
-        stand_in._feed = self
-        self.stand_in = stand_in
-        self._passes = []
+        A pipeline with stateful ops (`tf.random.uniform`, `tf.image.
+        random_*`, `tf.py_function`) cannot be serialized as it is; it is
+        then read with `ExternalStatePolicy.IGNORE`, so the checkpoint
+        still holds its position, buffers and reshuffle seeds, while those
+        ops' own state starts again on resume.
+
+        Returns:
+            The reason (TensorFlow's message naming the op), or `None`.
+        """
+        if self._stateless:
+            return None
+        reason = _keras.dataset_external_state(self._make(0))
+        if reason is not None:
+            self._options = tf.data.Options()
+            self._options.experimental_external_state_policy = (
+                tf.data.experimental.ExternalStatePolicy.IGNORE
+            )
+        return reason
 
     def keras_data(self):
         return self.stand_in, None
 
-    def _new_pass(self, keras_iterator):
-        # Keras made an iterator: a pass over the real data starts too, so
-        # passes are counted as Keras counts them (a seeded reshuffle
-        # draws its order when an iterator is made, used or not).
-        self._passes.append((keras_iterator, iter(self.blocks)))
+    def _positioned(self):
+        pass  # the restored host iterator is already positioned
 
-    def blocks_for(self, keras_iterator):
-        """The iterator of blocks for the pass Keras's iterator stands for."""
-        for index, (made_for, blocks) in enumerate(self._passes):
-            if made_for is keras_iterator:
-                del self._passes[:index]  # passes Keras left unused
-                return blocks
-        self._new_pass(keras_iterator)
-        return self.blocks_for(keras_iterator)
+    def _dataset(self):
+        dataset = self._make(int(self.state.seed.numpy()))
+        if self._options is not None:
+            dataset = dataset.with_options(self._options)
+        if self.blocks is None:
+            return dataset
+        static = all(
+            s.shape.is_fully_defined()
+            for s in tf.nest.flatten(dataset.element_spec)
+        )
+        return (
+            dataset.batch(self.blocks)
+            if static
+            else dataset.ragged_batch(self.blocks)
+        )
+
+    def source(self, keras_iterator):
+        """The host iterator for the pass Keras's iterator stands for.
+
+        Args:
+            keras_iterator: The iterator Keras handed the train function.
+
+        Returns:
+            The host iterator (of batches, or of blocks).
+        """
+        if keras_iterator is not self._keras_iterator:
+            self._keras_iterator = keras_iterator
+            if self._host is None:
+                self._host = self._dataset()
+            iterator, self._next = self._next, None
+            # Tracked, so a checkpoint holds the current pass; a restore
+            # deferred until now applies here.
+            self.state.iterator = iterator or iter(self._host)
+        return self.state.iterator
+
+    def save_position(self):
+        """Writes the position into `state`; at the end of a pass, that of
+        the next pass, started now.
+
+        TensorFlow's state of an iterator that has given its last element
+        restores the next pass's reshuffle seeds one pass ahead, so such a
+        state is never saved: the next pass's iterator is made now (the
+        same draw of seeds it would make when Keras starts the pass) and
+        saved at its start.
+        """
+        super().save_position()
+        if (
+            self._pass_length is not None
+            and self.step >= self._pass_length
+            and self._host is not None
+        ):
+            if self._next is None:
+                self._next = iter(self._host)
+            self.state.iterator = self._next
+            self.state.epoch.assign(self.epoch + 1)
+            self.state.step.assign(0)
+
+
+def _stand_in(cardinality, spec):
+    """Zeros of `spec`'s structure, `cardinality` long, for Keras to count."""
+    endless = cardinality == tf.data.INFINITE_CARDINALITY
+    unknown = cardinality < 0 and not endless
+    indices = tf.data.Dataset.range(1 if endless or unknown else cardinality)
+
+    def zeros(i):
+        # A dynamic 1 keeps the batch dimension unknown, as in `spec`.
+        one = tf.cast(i * 0 + 1, tf.int32)
+        return tf.nest.map_structure(lambda s: _zeros(s, one), spec)
+
+    stand_in = indices.map(zeros)
+    if endless:
+        return stand_in.repeat()
+    if unknown:
+        # Ended by the host data running out, never by the stand-in.
+        return stand_in.repeat().filter(lambda *_: True)
+    return stand_in
+
+
+def _array_dataset(arrays, batch_size, shuffle):
+    """The batches of `arrays`, reshuffled each pass with a seed."""
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, arrays)
+    count = int(tf.nest.flatten(arrays)[0].shape[0])
+
+    def make(seed):
+        indices = tf.data.Dataset.range(count)
+        if shuffle:
+            indices = indices.shuffle(
+                count, seed=seed, reshuffle_each_iteration=True
+            )
+        indices = indices.batch(batch_size)
+        return indices.map(
+            lambda i: tf.nest.map_structure(lambda t: tf.gather(t, i), tensors)
+        )
+
+    return make, math.ceil(count / batch_size)
+
+
+def _arrays(x, y, kwargs):
+    """`(x, y, sample_weight)` as one structure, or `None` if not arrays."""
+
+    def is_array(value):
+        return isinstance(value, np.ndarray) or (
+            isinstance(value, (list, tuple, dict))
+            and value
+            and all(isinstance(v, np.ndarray) for v in tf.nest.flatten(value))
+        )
+
+    if not is_array(x) or (y is not None and not is_array(y)):
+        return None
+    weights = kwargs.get("sample_weight")
+    if weights is not None and not isinstance(weights, np.ndarray):
+        return None
+    lengths = {
+        len(a) for a in tf.nest.flatten((x, y, weights)) if a is not None
+    }
+    if len(lengths) != 1:
+        return None  # Keras names the mismatch
+    parts = [x] + ([y] if y is not None else [])
+    if weights is not None:
+        parts.append(weights)
+    return tuple(parts)
+
+
+def _why_not_host(model, kwargs):
+    """Why `fit` cannot read a host feed whatever the input, or `None`."""
+    if model.run_eagerly:
+        return "the model runs eagerly"
+    kind = _strategy.kind(model.distribute_strategy)
+    if kind in (_strategy.MULTI_WORKER, _strategy.PARAMETER_SERVER):
+        return f"the {kind.replace('_', ' ')} strategy reads its own input"
+    if kwargs.get("class_weight"):
+        return "`class_weight` is applied by Keras's own input pipeline"
+    if kwargs.get("validation_split"):
+        return "`validation_split` is applied by Keras's own input pipeline"
+    if kwargs.get("shuffle") == "batch":
+        return "`shuffle='batch'` is Keras's own"
+    if keras.distribution.distribution() is not None:
+        return "a Keras distribution is set"
+    return None
 
 
 def make(model, x, y, kwargs, steps):
@@ -200,37 +437,83 @@ def make(model, x, y, kwargs, steps):
             not chosen by the model.
 
     Returns:
-        A `BlockFeed` where blocks change nothing but speed (see the
-        module docstring), else a `Feed`.
+        A `HostFeed` or a `Feed` (see the module docstring).
     """
-    if (
-        steps is not None
-        and steps > 1
-        and y is None
-        and eligible(model, x, kwargs, steps)
-    ):
-        return BlockFeed(x, steps, kwargs)
-    return Feed(x, y, kwargs)
-
-
-_STAND_IN_CLASSES = {}
-
-
-def _stand_in_class(dataset_class):
-    """`dataset_class`, telling its `BlockFeed` of each iterator made."""
-    if dataset_class not in _STAND_IN_CLASSES:
-
-        def __iter__(self):
-            iterator = dataset_class.__iter__(self)
-            self._feed._new_pass(iterator)
-            return iterator
-
-        _STAND_IN_CLASSES[dataset_class] = type(
-            "StandIn" + dataset_class.__name__,
-            (dataset_class,),
-            {"__iter__": __iter__},
+    arrays = _arrays(x, y, kwargs)
+    why = _why_not_host(model, kwargs)
+    if why is None and arrays is None and not isinstance(x, tf.data.Dataset):
+        why = f"the input is a {type(x).__name__}, not a tf.data.Dataset"
+    if why is not None:
+        return Feed(x, y, kwargs, why=why)
+    kwargs = dict(kwargs)
+    if arrays is not None:
+        batch_size = kwargs.pop("batch_size", None) or 32
+        shuffle = kwargs.pop("shuffle", True)
+        kwargs.pop("sample_weight", None)
+        dataset, cardinality = _array_dataset(arrays, batch_size, shuffle)
+        spec = dataset(0).element_spec
+        # The shuffle seed (Keras's global seed sets NumPy's); a resumed
+        # run restores the interrupted one's from the checkpoint.
+        seed = int(np.random.randint(2**31 - 1))
+        blocks = (
+            steps
+            if steps is not None
+            and steps > 1
+            and eligible(model, dataset(0), kwargs, steps)
+            else None
         )
-    return _STAND_IN_CLASSES[dataset_class]
+    else:
+        kwargs.pop("shuffle", None)  # means nothing for a dataset
+        dataset = lambda seed, x=x: x  # noqa: E731
+        cardinality = int(x.cardinality().numpy())
+        spec = x.element_spec
+        seed = 0
+        blocks = (
+            steps
+            if steps is not None
+            and steps > 1
+            and eligible(model, x, kwargs, steps)
+            else None
+        )
+    return HostFeed(
+        dataset,
+        cardinality,
+        spec,
+        kwargs,
+        blocks=blocks,
+        seed=seed,
+        stateless=arrays is not None,
+    )
+
+
+def split_across_replicas(batch, strategy):
+    """A global batch as per-replica batches, as `tf.distribute` splits it.
+
+    Each replica gets `ceil(b / n)` consecutive examples of a batch of `b`
+    (the last ones fewer, or none), as `experimental_distribute_dataset`
+    rebatches. Outside a strategy with several replicas, `batch` itself.
+
+    Args:
+        batch: A structure of tensors with the batch dimension first.
+        strategy: The model's strategy.
+
+    Returns:
+        Per-replica values, or `batch`.
+    """
+    count = strategy.num_replicas_in_sync
+    if count == 1:
+        return batch
+    first = tf.nest.flatten(batch)[0]
+    size = tf.shape(first, out_type=tf.int64)[0]
+    local = (size + count - 1) // count
+
+    def part(context):
+        replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+        begin = tf.minimum(replica * local, size)
+        end = tf.minimum(begin + local, size)
+        return tf.nest.map_structure(lambda t: t[begin:end], batch)
+
+    return strategy.experimental_distribute_values_from_function(part)
 
 
 def block_size(block):

@@ -107,22 +107,30 @@ class Records:
         return records.stack() if self.enabled else None
 
 
+def _same(batch):
+    return batch
+
+
 class IteratorSource:
     """Batches from an iterator, read one ahead so none is lost.
 
     Args:
         iterator: A `tf.data` or distributed iterator.
         steps: The most steps one call runs.
+        distribute: A function of a global batch returning what
+            `strategy.run` takes (`feed.split_across_replicas` for a host
+            iterator under `MirroredStrategy`). Defaults to the identity.
     """
 
-    def __init__(self, iterator, steps):
+    def __init__(self, iterator, steps, distribute=_same):
         self._iterator = iterator
         self._steps = steps
+        self._distribute = distribute
 
     def first(self):
         """The first step's batch; an exhausted iterator raises
         `OutOfRangeError`, which Keras takes as the end of the epoch."""
-        return self._iterator.get_next()
+        return self._distribute(self._iterator.get_next())
 
     def start(self):
         """The loop state before step 1: the next batch, if any."""
@@ -135,7 +143,7 @@ class IteratorSource:
     def batch(self, step, state):
         """The batch of step `step`."""
         del step
-        return state.get_value()
+        return self._distribute(state.get_value())
 
     def advance(self, step, state):
         """The state after step `step`: fetch ahead only if another step
@@ -152,23 +160,25 @@ class BlockSource:
 
     Args:
         blocks: An iterator of blocks (`keras_slim/_fit/feed.py`).
+        distribute: As for `IteratorSource`. Defaults to the identity.
     """
 
-    def __init__(self, blocks):
+    def __init__(self, blocks, distribute=_same):
         # One read of the data per call; an exhausted iterator raises
         # OutOfRangeError here.
         self._block = blocks.get_next()
         self.count = feed.block_size(self._block)
+        self._distribute = distribute
 
     def first(self):
-        return feed.batch(self._block, 0)
+        return self._distribute(feed.batch(self._block, 0))
 
     def start(self):
         return None  # every step up to `count` has a batch
 
     def batch(self, step, state):
         del state
-        return feed.batch(self._block, step)
+        return self._distribute(feed.batch(self._block, step))
 
     def advance(self, step, state):
         return state
@@ -276,7 +286,8 @@ def step_on_data(model, step_function):
 
 
 def multi_step_functions(model, step_function):
-    """The multi-step functions of iterators and of blocks.
+    """The functions of one call: on Keras's iterators, on host iterators,
+    on blocks.
 
     The steps per call are `model.steps_per_execution` when traced. Each
     step's loss-tracker state is recorded (see the module docstring),
@@ -288,11 +299,17 @@ def multi_step_functions(model, step_function):
         step_function: The per-replica step, usually `model.train_step`.
 
     Returns:
-        `(on_iterator, on_blocks)`: `tf.function`s of an iterator (or of
-        an iterator of blocks) returning `(logs, records)`.
+        `(on_iterator, on_host, on_blocks)`: `tf.function`s of an iterator
+        (Keras's, already distributed; a run's host iterator, split across
+        replicas here; an iterator of blocks, split too) returning `(logs,
+        records)`.
     """
-    record = not _strategy.is_multi_worker(model.distribute_strategy)
+    strategy = model.distribute_strategy
+    record = not _strategy.is_multi_worker(strategy)
     one_step = step_on_data(model, step_function)
+
+    def split(batch):
+        return feed.split_across_replicas(batch, strategy)
 
     @tf.autograph.experimental.do_not_convert
     def on_iterator(iterator):
@@ -301,13 +318,19 @@ def multi_step_functions(model, step_function):
         return run_steps(one_step, source, steps, Records(model, record))
 
     @tf.autograph.experimental.do_not_convert
+    def on_host(iterator):
+        steps = model.steps_per_execution
+        source = IteratorSource(iterator, steps, split)
+        return run_steps(one_step, source, steps, Records(model, record))
+
+    @tf.autograph.experimental.do_not_convert
     def on_blocks(blocks):
-        source = BlockSource(blocks)
+        source = BlockSource(blocks, split)
         return run_steps(one_step, source, source.count, Records(model, record))
 
-    return (
-        tf.function(on_iterator, reduce_retracing=True),
-        tf.function(on_blocks, reduce_retracing=True),
+    return tuple(
+        tf.function(f, reduce_retracing=True)
+        for f in (on_iterator, on_host, on_blocks)
     )
 
 

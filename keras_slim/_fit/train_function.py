@@ -22,6 +22,7 @@ import re
 import keras
 import tensorflow as tf
 
+from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import _strategy
 from keras_slim._fit import loops
@@ -61,18 +62,26 @@ def translate_nonfinite(function, optimizer):
 
 
 class _Compiled:
-    """The functions of one run state: Keras's, and the multi-step ones."""
+    """The functions of one run state: Keras's, and keras_slim's loops."""
 
     def __init__(self, model):
-        self.keras = _keras_train_function(model)
-        strategy = model.distribute_strategy
+        self._model = model
+        self._keras = None
         self.multi_step = (
-            model.steps_per_execution > 1 or _strategy.is_multi_worker(strategy)
+            model.steps_per_execution > 1
+            or _strategy.is_multi_worker(model.distribute_strategy)
         ) and not model.run_eagerly
-        if self.multi_step:
-            self.on_iterator, self.on_blocks = loops.multi_step_functions(
-                model, model.train_step
-            )
+        # tf.functions: each is traced on its first call only.
+        self.on_iterator, self.on_host, self.on_blocks = (
+            loops.multi_step_functions(model, model.train_step)
+        )
+
+    @property
+    def keras(self):
+        """Keras's own train function, made on first use."""
+        if self._keras is None:
+            self._keras = _keras_train_function(self._model)
+        return self._keras
 
 
 def _keras_train_function(model):
@@ -103,10 +112,28 @@ class TrainFunction:
     def __init__(self, model):
         self._model = model
         self._compiled = {}
+        self._built = False
         self._call = translate_nonfinite(self._run_steps, model.optimizer)
 
     def __call__(self, iterator):
         return self._call(iterator)
+
+    def _build(self, feed, iterator):
+        """Builds the model's metrics and optimizer from the data's spec, as
+        the first traced step would: a `fit` whose calls all run no step
+        (a run resumed at its end) still reports its epoch's metrics."""
+        if self._built:
+            return
+        spec = (
+            feed.stand_in.element_spec
+            if feed is not None and feed.reads_host
+            else getattr(iterator, "element_spec", None)
+        )
+        if spec is None:
+            return
+        with self._model.distribute_strategy.scope():
+            _keras.symbolic_build(self._model, spec)
+        self._built = True
 
     def _key(self, run):
         if run is None:
@@ -129,25 +156,33 @@ class TrainFunction:
 
     def _run_steps(self, iterator):
         run = _run.current(self._model)
-        if run is not None and run.take_no_step():
+        if run is not None and (run.take_no_step() or run.phantom):
+            if run.feed is not None and run.feed.reads_host:
+                # The pass starts even if it runs no step: a restored
+                # position applies to its iterator.
+                run.feed.source(iterator)
+            run.records = None
+            self._build(run.feed, iterator)
             return {}
         functions = self._functions(run)
-        records = None
         feed = run.feed if run is not None else None
-        if not functions.multi_step:
-            outputs = functions.keras(iterator)
-        elif (
-            feed is not None
-            and feed.reads_blocks
-            and isinstance(iterator, tf.data.Iterator)
-        ):
-            outputs, records = functions.on_blocks(feed.blocks_for(iterator))
-        elif isinstance(
-            iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
-        ):
-            outputs, records = functions.on_iterator(iterator)
-        else:  # Python generators, PyDatasets: Keras's own loop.
-            outputs = functions.keras(iterator)
+        records = None
+        if feed is not None and feed.reads_host:
+            source = feed.source(iterator)
+            if feed.reads_blocks:
+                outputs, records = functions.on_blocks(source)
+            else:
+                outputs, records = functions.on_host(source)
+        else:
+            if feed is not None and feed.resume_skips:
+                feed.skip(iterator)
+            if not functions.multi_step or not isinstance(
+                iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
+            ):
+                # One step per call, Python generators: Keras's own.
+                outputs = functions.keras(iterator)
+            else:
+                outputs, records = functions.on_iterator(iterator)
         if run is not None:
             run.records = records
         return outputs

@@ -6,11 +6,14 @@ import shutil
 
 import tensorflow as tf
 
+from keras_slim import _checkpoint_dir
+from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks.step_callback import StepCallback
+from keras_slim.errors import TrainingPreemptedError
 
 logger = logging.getLogger("keras_slim")
 
@@ -106,6 +109,7 @@ class Checkpoints(StepCallback):
         self.restore = _validation.boolean("restore", restore)
         self.restored_path = None
         self._manager = None
+        self._lock = None
 
     def step_multiples(self, model):
         # The step of the checkpoint a restore will start from, too, so
@@ -113,11 +117,12 @@ class Checkpoints(StepCallback):
         multiples = []
         if self._trigger.every_n_steps:
             multiples.append(self._trigger.every_n_steps)
-        latest = self.restore and tf.train.latest_checkpoint(self.directory)
-        if latest:
-            step = int(latest.rsplit("-", 1)[1])
-            if step > 0:
-                multiples.append(step)
+        if self.restore and os.path.isdir(self.directory):
+            found = _checkpoint_dir.checkpoint_files(
+                self.directory, checkpoints_lib.CHECKPOINT_NAME
+            )
+            if found and found[-1][0] > 0:
+                multiples.append(found[-1][0])
         return multiples
 
     def on_train_begin(self, logs=None):
@@ -135,21 +140,123 @@ class Checkpoints(StepCallback):
             what="checkpoints",
             create=True,
         )
-        self._checkpoint = checkpoints_lib.training_checkpoint(self.model)
+        feed = self.run.feed
+        self._warn_about_input(feed)
+        data = None if feed is None else feed.state
+        if self._chief:
+            # Before anything is read or written: one training at a time.
+            self._lock = _checkpoint_dir.lock(self.directory)
+            self.run.at_end(self._unlock)
+            _checkpoint_dir.repair(
+                self.directory,
+                checkpoints_lib.CHECKPOINT_NAME,
+                keep_hours=self.keep_checkpoint_every_n_hours is not None,
+            )
+        if self.restore:
+            self.restored_path = self._restore(data)
+            if self.restored_path:
+                logger.info("Restored %s", self.restored_path)
+        self._checkpoint = checkpoints_lib.training_checkpoint(
+            self.model, data=data
+        )
         self._manager = self._make_manager(self.directory)
         self._write_manager = (
             self._manager if self._chief else self._make_manager(write_dir)
         )
-        if self.restore:
-            self.restored_path = checkpoints_lib.restore_latest(
-                self._checkpoint, self._manager
-            )
-            if self.restored_path:
-                logger.info("Restored %s", self.restored_path)
-        self.run.resumed_from = self.restored_path
+        self.run.resumed(self.restored_path)
+        if not _strategy.is_multi_worker(strategy):
+            # Workers must stop together: not one alone (see the docs).
+            self.run.catch_signals()
         step = self.counter.sync()
         self._trigger.reset(step)
         self._saved_step = step if self.restored_path else None
+
+    def _restore(self, data):
+        """Restores the newest readable checkpoint found by its files.
+
+        The chief moves the files of newer checkpoints that cannot be read
+        aside (never deletes them) and lists the rest in the state file.
+
+        Returns:
+            The path restored, or `None` when there is none.
+
+        Raises:
+            RuntimeError: if checkpoints exist and none can be read.
+            ValueError: if the newest readable one is of another model.
+        """
+        name = checkpoints_lib.CHECKPOINT_NAME
+        found = _checkpoint_dir.checkpoint_files(self.directory, name)
+        failures = []
+        for index in range(len(found) - 1, -1, -1):
+            prefix = found[index][1]
+            try:
+                checkpoints_lib.restore_training_state(
+                    self.model, prefix, data=data
+                )
+            except ValueError:
+                raise
+            # A damaged file fails in many ways (OpError, IndexError, ...).
+            except Exception as error:
+                failures.append(f"{prefix}: {type(error).__name__}: {error}")
+                moved = _checkpoint_dir.set_aside(prefix) if self._chief else []
+                logger.warning(
+                    "Checkpoint %s cannot be restored (%s); trying an older "
+                    "one.%s",
+                    prefix,
+                    type(error).__name__,
+                    f" Its files were moved to {moved}." if moved else "",
+                )
+                continue
+            if self._chief and failures:
+                _checkpoint_dir.write_state(
+                    self.directory,
+                    [p for _, p in found[: index + 1]],
+                    preserve=self.keep_checkpoint_every_n_hours is not None,
+                )
+            return prefix
+        if failures:
+            raise RuntimeError(
+                f"No checkpoint in {self.directory!r} can be restored:\n"
+                + "\n".join(failures)
+            )
+        return None
+
+    def _unlock(self):
+        _checkpoint_dir.unlock(getattr(self, "_lock", None))
+        self._lock = None
+
+    def _warn_about_input(self, feed):
+        """One warning, before the first step, when resume cannot be exact
+        for the input of this fit."""
+        if feed is None:
+            logger.warning(
+                "Checkpoints: the input position is saved for a "
+                "keras_slim.SlimModel only; a rerun of this %s starts its "
+                "data from the beginning.",
+                type(self.model).__name__,
+            )
+            return
+        if feed.why is not None:
+            logger.warning(
+                "Checkpoints: the input position of this fit cannot be "
+                "saved (%s). A resumed run skips the batches the "
+                "interrupted one had consumed in its epoch, which gives "
+                "the same data only if the input yields the same batches "
+                "each time it is made.",
+                feed.why,
+            )
+            return
+        reason = feed.check_checkpointable()
+        if reason is not None:
+            logger.warning(
+                "Checkpoints: the input pipeline holds stateful ops (%s). "
+                "Checkpoints save its position, buffers and reshuffle "
+                "seeds, but those ops' random streams start again on "
+                "resume. For an exact resume, use stateless random ops "
+                "(tf.random.stateless_*, tf.image.stateless_random_*) "
+                "with seeds from tf.data.Dataset.random.",
+                reason.strip(),
+            )
 
     def _make_manager(self, directory):
         return tf.train.CheckpointManager(
@@ -164,12 +271,31 @@ class Checkpoints(StepCallback):
         super().on_train_batch_end(batch, logs)
         if self._trigger.enabled and self._trigger(self.counter.step):
             self.save()
+        if self.run.stop_signal is not None:
+            self._stop_on_signal()
+
+    def _stop_on_signal(self):
+        """Saves at this step (unless just saved) and stops training."""
+        step = self.counter.sync()
+        path = None
+        if self._saved_step != step:
+            path = self.save()
+        elif self._chief:
+            path = self._manager.latest_checkpoint
+        self.run.release_signals()
+        raise TrainingPreemptedError(step, path, self.run.stop_signal)
 
     def on_train_end(self, logs=None):
+        self.run.release_signals()
         # The resume concerns this fit only (WarmStart reads it).
         self.run.resumed_from = None
-        if self.counter.sync() != self._saved_step:
+        feed = self.run.feed
+        if feed is not None:
+            # A rerun of a finished fit starts its own schedule.
+            feed.finished = True
+        if self.counter.sync() != self._saved_step or feed is not None:
             self.save()
+        self._unlock()
 
     def save(self):
         """Saves the training state now, unless a variable is not finite.
@@ -186,7 +312,14 @@ class Checkpoints(StepCallback):
                 step,
             )
             return None
-        path = self._write_manager.save(checkpoint_number=step)
+        if self.run.feed is not None:
+            self.run.feed.save_position()
+        self.run.saving = True
+        try:
+            path = self._write_manager.save(checkpoint_number=step)
+        finally:
+            self.run.saving = False
+        self.run.saved()
         self._saved_step = step
         if not self._chief:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)

@@ -69,8 +69,10 @@ class StepCallback(keras.callbacks.Callback):
             self.on_first_batch(self.counter.sync())
         self._batch_begin = batch
         # `StopAtStep`, listed earlier, stops a run already at its target
-        # before its first batch: that batch runs no step.
-        self.runs_no_step = bool(getattr(self.model, "stop_training", False))
+        # before its first batch; a resumed run catches up with Keras's
+        # count of its epoch: such a batch runs no step.
+        stopped = bool(getattr(self.model, "stop_training", False))
+        self.runs_no_step = stopped or self.run.runs_no_step
 
     def on_train_batch_end(self, batch, logs=None):
         if not self.runs_no_step:

@@ -1,0 +1,148 @@
+"""A checkpoint directory that survives damage, kills and a second user."""
+
+import json
+import logging
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from keras_slim import _checkpoint_dir
+from keras_slim.callbacks import Checkpoints
+from tests.callbacks import common
+
+
+def trained(tmp_path, steps=30, every=10, **kwargs):
+    """A run that saved model.ckpt-10, -20, -30 in `tmp_path`."""
+    _, _, data = common.full_batch()
+    model = common.model()
+    common.fit(
+        model,
+        data,
+        steps,
+        [Checkpoints(tmp_path, every_n_steps=every, **kwargs)],
+    )
+    return model
+
+
+def indexes(path):
+    return sorted(p.name for p in path.glob("model.ckpt-*.index"))
+
+
+def rerun(tmp_path, steps=5, **kwargs):
+    _, _, data = common.full_batch()
+    model = common.model()
+    saver = Checkpoints(tmp_path, **kwargs)
+    common.fit(model, data, steps, [saver])
+    return model, saver
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "deleted"])
+def test_a_damaged_state_file_restores_the_newest_file(
+    damage, tmp_path, caplog
+):
+    trained(tmp_path)
+    state = tmp_path / "checkpoint"
+    if damage == "deleted":
+        state.unlink()
+    else:
+        state.write_text(
+            "\x00\x01 not a proto {{{" if damage == "garbage" else ""
+        )
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    model, saver = rerun(tmp_path)
+    assert saver.restored_path == str(tmp_path / "model.ckpt-30")
+    assert common.step(model) == 35
+    assert "state file" in caplog.text
+    # Nothing older was overwritten or lost; the new one is listed.
+    assert indexes(tmp_path) == [
+        "model.ckpt-10.index",
+        "model.ckpt-20.index",
+        "model.ckpt-30.index",
+        "model.ckpt-35.index",
+    ]
+    assert _checkpoint_dir._state_paths(str(tmp_path))[-1].endswith("-35")
+
+
+def test_a_leftover_temp_directory_is_removed(tmp_path):
+    trained(tmp_path)
+    temp = tmp_path / "model.ckpt-40_temp"
+    temp.mkdir()
+    (temp / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
+    rerun(tmp_path)
+    assert not temp.exists()
+
+
+def test_an_unreadable_newest_checkpoint_is_moved_aside(tmp_path, caplog):
+    trained(tmp_path)
+    data_file = next(tmp_path.glob("model.ckpt-30.data-*"))
+    data_file.write_bytes(data_file.read_bytes()[:10])
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    # The same fit again: it goes on from step 20 to its end, 30.
+    model, saver = rerun(tmp_path, steps=30, every_n_steps=10)
+    assert saver.restored_path == str(tmp_path / "model.ckpt-20")
+    assert common.step(model) == 30
+    assert "cannot be restored" in caplog.text
+    aside = sorted(p.name for p in tmp_path.glob("model.ckpt-30.*.damaged-*"))
+    assert len(aside) == 2  # .index and .data: kept, not deleted
+    assert "model.ckpt-30.index" in indexes(tmp_path)  # saved anew at 30
+
+
+def test_retention_counts_the_files_on_disk(tmp_path):
+    trained(tmp_path, max_to_keep=None)
+    (tmp_path / "checkpoint").unlink()
+    rerun(tmp_path, steps=10, every_n_steps=10, max_to_keep=2)
+    assert indexes(tmp_path) == ["model.ckpt-30.index", "model.ckpt-40.index"]
+
+
+HOLDER = """
+import sys, time
+from keras_slim import _checkpoint_dir
+_checkpoint_dir.lock(sys.argv[1])
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_directory_in_use_fails_before_the_first_step(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        _, _, data = common.full_batch()
+        model = common.model()
+        with pytest.raises(
+            RuntimeError, match=f"in use by process {holder.pid}"
+        ):
+            common.fit(model, data, 3, [Checkpoints(tmp_path)])
+        assert common.step(model) == 0
+        assert indexes(tmp_path) == []
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is gone: its lock is taken over.
+    model, _ = rerun(tmp_path, steps=3)
+    assert common.step(model) == 3
+    assert not (tmp_path / _checkpoint_dir.LOCK_NAME).exists()
+
+
+def test_a_stale_lock_is_taken_over(tmp_path, caplog):
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+    )
+    pid = int(dead.stdout)
+    lock = tmp_path / _checkpoint_dir.LOCK_NAME
+    lock.write_text(
+        json.dumps({"pid": pid, "host": socket.gethostname(), "since": "then"})
+    )
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    model, _ = rerun(tmp_path, steps=2)
+    assert common.step(model) == 2
+    assert "Taking over" in caplog.text
+    assert not lock.exists()

@@ -1,0 +1,83 @@
+"""Exact resume after `kill -9`, on the data users have.
+
+Each case runs tests/scripts/resume_run.py once uninterrupted, then a
+chain of runs in one log directory, each killed with SIGKILL as soon as it
+reports a randomly chosen step (5 kills at increasing steps, so a kill
+lands anywhere: in a step, between calls, in a save), the last run left to
+finish. The final weights of the chain must equal the uninterrupted run's,
+bitwise (op determinism is on). The input is shuffled each epoch and
+randomly augmented, and the model has `Dropout`.
+"""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SCRIPT = pathlib.Path(__file__).parent / "scripts" / "resume_run.py"
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+
+
+def run(args, kill_at=None, timeout=120):
+    """Runs the script; kills it (SIGKILL) once it prints `step kill_at`.
+
+    Returns:
+        The step at which it was killed, or `None` if it finished.
+    """
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    )
+    try:
+        for line in process.stdout:
+            if kill_at is not None and line.startswith("step "):
+                step = int(line.split()[1])
+                if step >= kill_at:
+                    process.send_signal(signal.SIGKILL)
+                    process.wait(timeout=timeout)
+                    return step
+        assert process.wait(timeout=timeout) == 0, "the run failed"
+        return None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def weights(path):
+    with np.load(path) as data:
+        return [data[k] for k in sorted(data.files, key=lambda k: int(k[4:]))]
+
+
+@pytest.mark.parametrize(
+    "mode, strategy, data",
+    [
+        ("fit", "default", "dataset"),
+        ("fit", "mirrored", "arrays"),
+        ("train", "mirrored", "dataset"),
+        ("train", "default", "arrays"),
+    ],
+)
+def test_kill_9_at_random_steps_then_rerun_equals_an_uninterrupted_run(
+    mode, strategy, data, tmp_path
+):
+    reference = tmp_path / "reference.npz"
+    run([mode, strategy, data, str(tmp_path / "ref"), str(reference)])
+    rng = np.random.default_rng(len(mode) + len(strategy) + len(data))
+    kills = sorted(rng.choice(np.arange(2, 31), size=5, replace=False))
+    logdir, out = str(tmp_path / "run"), tmp_path / "resumed.npz"
+    killed = [
+        run([mode, strategy, data, logdir, str(out)], kill_at=int(k))
+        for k in kills
+    ]
+    assert all(step is not None for step in killed), killed
+    run([mode, strategy, data, logdir, str(out)])
+    for a, b in zip(weights(reference), weights(out)):
+        np.testing.assert_array_equal(a, b)
