@@ -37,6 +37,8 @@ def checkpoint_files(directory, name):
         A list of `(step, prefix)`, sorted by step.
     """
     pattern = re.compile(re.escape(name) + r"-(\d+)\.index$")
+    if not tf.io.gfile.isdir(directory):
+        return []  # a worker's view before the chief made it
     found = []
     for entry in tf.io.gfile.listdir(directory):
         match = pattern.match(entry)

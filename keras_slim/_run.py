@@ -79,6 +79,7 @@ class Run:
         self._abort_after_save = False
         self._saved_handlers = None
         self._at_end = []
+        self.training_weights = None
 
     @property
     def is_chief(self):
@@ -188,6 +189,35 @@ class Run:
             self._abort_after_save = False
             self.release_signals()
             raise KeyboardInterrupt
+
+    def keep_training_weights(self):
+        """Keeps the training weights Keras's `fit` replaces by averages.
+
+        With an optimizer's moving averages (`use_ema`), Keras's `fit`
+        writes the averages into the model's weights before
+        `on_train_end`. While the run lasts, the optimizer's
+        `finalize_variable_values` first copies the training weights into
+        `training_weights` (pairs of variable and value), so `Checkpoints`
+        saves them as the weights and the averages apart.
+        """
+        optimizer = self.model.optimizer
+        if not getattr(optimizer, "use_ema", False):
+            return
+        if "finalize_variable_values" in vars(optimizer):
+            return
+        original = optimizer.finalize_variable_values
+
+        def finalize_variable_values(var_list):
+            self.training_weights = [(v, v.numpy()) for v in var_list]
+            return original(var_list)
+
+        # On this instance, for this run only: not state to track.
+        vars(optimizer)["finalize_variable_values"] = finalize_variable_values
+        self.at_end(self.forget_training_weights)
+
+    def forget_training_weights(self):
+        """Undoes `keep_training_weights`."""
+        vars(self.model.optimizer).pop("finalize_variable_values", None)
 
     def at_end(self, function):
         """Runs `function` when the run ends, even on an error (a run

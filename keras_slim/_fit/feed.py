@@ -244,12 +244,6 @@ class HostFeed(Feed):
         self.reads_blocks = blocks is not None
         self.state = DataState(seed)
         self.stand_in = _stand_in(cardinality, element_spec)
-        # The pass and Keras's epoch end together (no `steps_per_epoch`).
-        self._pass_length = (
-            cardinality
-            if cardinality > 0 and not kwargs.get("steps_per_epoch")
-            else None
-        )
         self._keras_iterator = None
         self._host = None
         self._next = None
@@ -303,6 +297,13 @@ class HostFeed(Feed):
     def source(self, keras_iterator):
         """The host iterator for the pass Keras's iterator stands for.
 
+        Each pass reads an iterator made during the pass before (the
+        first pass makes two), so a checkpoint holds the next pass's
+        iterator too, fresh: its reshuffle seeds are saved as drawn.
+        (TensorFlow restores the reshuffle state of an iterator whose input
+        has run out one pass ahead; with the next pass's own iterator
+        saved, a resumed run does not depend on it.)
+
         Args:
             keras_iterator: The iterator Keras handed the train function.
 
@@ -313,33 +314,13 @@ class HostFeed(Feed):
             self._keras_iterator = keras_iterator
             if self._host is None:
                 self._host = self._dataset()
-            iterator, self._next = self._next, None
-            # Tracked, so a checkpoint holds the current pass; a restore
-            # deferred until now applies here.
-            self.state.iterator = iterator or iter(self._host)
+            current, self._next = self._next, None
+            # Tracked, so a checkpoint holds them; a restore deferred
+            # until now applies here, the next pass's last.
+            self.state.iterator = current or iter(self._host)
+            self._next = iter(self._host)
+            self.state.next_iterator = self._next
         return self.state.iterator
-
-    def save_position(self):
-        """Writes the position into `state`; at the end of a pass, that of
-        the next pass, started now.
-
-        TensorFlow's state of an iterator that has given its last element
-        restores the next pass's reshuffle seeds one pass ahead, so such a
-        state is never saved: the next pass's iterator is made now (the
-        same draw of seeds it would make when Keras starts the pass) and
-        saved at its start.
-        """
-        super().save_position()
-        if (
-            self._pass_length is not None
-            and self.step >= self._pass_length
-            and self._host is not None
-        ):
-            if self._next is None:
-                self._next = iter(self._host)
-            self.state.iterator = self._next
-            self.state.epoch.assign(self.epoch + 1)
-            self.state.step.assign(0)
 
 
 def _stand_in(cardinality, spec):

@@ -164,6 +164,7 @@ class Checkpoints(StepCallback):
             self._manager if self._chief else self._make_manager(write_dir)
         )
         self.run.resumed(self.restored_path)
+        self.run.keep_training_weights()
         if not _strategy.is_multi_worker(strategy):
             # Workers must stop together: not one alone (see the docs).
             self.run.catch_signals()
@@ -293,9 +294,22 @@ class Checkpoints(StepCallback):
         if feed is not None:
             # A rerun of a finished fit starts its own schedule.
             feed.finished = True
-        if self.counter.sync() != self._saved_step or feed is not None:
-            self.save()
-        self._unlock()
+        kept = self.run.training_weights
+        if kept is not None:
+            # Keras wrote the moving averages into the weights: save the
+            # training weights (the averages are the optimizer's), then
+            # leave the averages in the model, as Keras does.
+            averages = [(v, v.numpy()) for v, _ in kept]
+            for variable, value in kept:
+                variable.assign(value)
+        try:
+            if self.counter.sync() != self._saved_step or feed is not None:
+                self.save()
+        finally:
+            for variable, value in averages if kept is not None else ():
+                variable.assign(value)
+            self.run.forget_training_weights()
+            self._unlock()
 
     def save(self):
         """Saves the training state now, unless a variable is not finite.

@@ -243,3 +243,29 @@ def test_bad_arguments(kwargs, message, tmp_path):
     kwargs = {"directory": str(tmp_path), **kwargs}
     with pytest.raises(ValueError, match=message):
         Checkpoints(**kwargs)
+
+
+@pytest.mark.parametrize("kind", ["slim", "keras"])
+def test_moving_averages_resume_exactly(kind, tmp_path):
+    """Keras's fit writes the averages into the weights before
+    on_train_end; the checkpoint keeps the training weights and the
+    averages apart, so 20 + 20 steps equal 40, and the model left after
+    fit holds the averages."""
+    _, _, data = common.full_batch()
+
+    def ema_model():
+        optimizer = keras.optimizers.Adam(0.01, use_ema=True, ema_momentum=0.9)
+        return common.model(kind, optimizer=optimizer)
+
+    straight = ema_model()
+    common.fit(straight, data, 40)
+    first = ema_model()
+    common.fit(first, data, 20, [Checkpoints(tmp_path)])
+    reader = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-20"))
+    saved = reader.get_tensor("model/fc1.Skernel/.ATTRIBUTES/VARIABLE_VALUE")
+    # The checkpoint holds the training weights, not the averages.
+    assert not np.array_equal(saved, first.get_layer("fc1").kernel.numpy())
+    second = ema_model()
+    common.fit(second, data, 20, [Checkpoints(tmp_path)])
+    assert common.step(second) == 40
+    assert max_abs_diff(weights(second), weights(straight)) == 0.0

@@ -1,0 +1,150 @@
+"""What exact resume costs: checkpoint saves with the input position, and
+steps with the preemption signal handlers installed.
+
+1. Save time and size of a training checkpoint of the MLP and the CNN of
+   bench/_common.py, without and with the input position (`data`: Keras's
+   epoch, the step in it, and the state of a `tf.data` iterator over a
+   dataset shuffled with a buffer of 1024 examples, which the state holds).
+   Medians of 15 saves each, alternating.
+2. Steps per second of `SlimModel.fit` with `Checkpoints` (time interval,
+   so no save while timed), with its SIGTERM/SIGINT handlers installed
+   and with them left out; medians of alternating runs. Target: >= 0.99.
+
+Run: `python bench/resume_overhead.py [--rounds 7]`.
+"""
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import _common
+import keras
+import numpy as np
+import tensorflow as tf
+
+import keras_slim
+from keras_slim import _run
+from keras_slim import checkpoints
+from keras_slim._fit import feed as feed_lib
+
+STEPS, WARMUP, BATCH = 300, 30, 64
+
+
+def model(name):
+    input_shape, layers, _ = _common.MODELS[name]
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input(input_shape)
+    m = keras_slim.SlimModel(inputs, layers(inputs))
+    m.compile(
+        optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return m
+
+
+def shuffled(input_shape):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4096, *input_shape)).astype("float32")
+    y = rng.integers(0, 10, size=4096).astype("int32")
+    data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024, seed=1)
+    return data.batch(BATCH).repeat()
+
+
+def saves(name, rounds):
+    m = model(name)
+    data = shuffled(_common.MODELS[name][0])
+    m.fit(data, steps_per_epoch=5, verbose=0)
+    state = feed_lib.DataState()
+    state.iterator = iter(data)
+    next(state.iterator)  # the shuffle buffer is full
+    results = {"without": ([], []), "with": ([], [])}
+    with tempfile.TemporaryDirectory() as directory:
+        for i in range(rounds):
+            for label, data_state in (("without", None), ("with", state)):
+                ckpt = checkpoints.training_checkpoint(m, data=data_state)
+                start = time.perf_counter()
+                path = ckpt.write(os.path.join(directory, f"{label}-{i}"))
+                results[label][0].append(time.perf_counter() - start)
+                size = sum(
+                    os.path.getsize(os.path.join(directory, f))
+                    for f in os.listdir(directory)
+                    if f.startswith(os.path.basename(path) + ".")
+                )
+                results[label][1].append(size)
+    return {
+        label: (statistics.median(t) * 1e3, statistics.median(s) / 2**20)
+        for label, (t, s) in results.items()
+    }
+
+
+class Timer(keras_slim.callbacks.StepCallback):
+    def step_multiples(self, model):
+        return [WARMUP]
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        if self.counter.step >= WARMUP and not hasattr(self, "start"):
+            self.start = time.perf_counter()
+            self.begin = self.counter.step
+        self.end, self.last = time.perf_counter(), self.counter.step
+
+
+def steps_per_sec(name, data, handlers):
+    original = _run.Run.catch_signals
+    if not handlers:
+        _run.Run.catch_signals = lambda self: None
+    try:
+        m = model(name)
+        timer = Timer()
+        with tempfile.TemporaryDirectory() as directory:
+            m.fit(
+                data,
+                steps_per_epoch=WARMUP + STEPS,
+                verbose=0,
+                callbacks=[keras_slim.callbacks.Checkpoints(directory), timer],
+            )
+    finally:
+        _run.Run.catch_signals = original
+    return (timer.last - timer.begin) / (timer.end - timer.start)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args(argv)
+    print(
+        f"keras {keras.__version__}, tensorflow {tf.__version__}, "
+        f"{os.cpu_count()} CPUs"
+    )
+    print()
+    print(
+        "| model | save ms without | with position | MiB without | "
+        "with position |"
+    )
+    print("|---|---|---|---|---|")
+    for name in _common.MODELS:
+        r = saves(name, 15)
+        print(
+            f"| {name} | {r['without'][0]:.1f} | {r['with'][0]:.1f} | "
+            f"{r['without'][1]:.2f} | {r['with'][1]:.2f} |",
+            flush=True,
+        )
+    print()
+    print("| model | steps/s handlers off | handlers on | on / off |")
+    print("|---|---|---|---|")
+    for name in _common.MODELS:
+        data = _common.dataset(_common.MODELS[name][0])
+        rates = {True: [], False: []}
+        for i in range(args.rounds):
+            for handlers in (True, False)[:: 1 if i % 2 else -1]:
+                rates[handlers].append(steps_per_sec(name, data, handlers))
+                keras.backend.clear_session()
+        on = statistics.median(rates[True])
+        off = statistics.median(rates[False])
+        print(f"| {name} | {off:.1f} | {on:.1f} | {on / off:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
