@@ -269,3 +269,43 @@ def test_moving_averages_resume_exactly(kind, tmp_path):
     common.fit(second, data, 20, [Checkpoints(tmp_path)])
     assert common.step(second) == 40
     assert max_abs_diff(weights(second), weights(straight)) == 0.0
+
+
+def _warnings_of(caplog, model, data, tmp_path, **kwargs):
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    model.fit(
+        data,
+        verbose=0,
+        callbacks=[Checkpoints(tmp_path, every_n_secs=None)],
+        **kwargs,
+    )
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if "Checkpoints:" in r.getMessage()
+    ]
+
+
+def test_one_warning_says_what_resume_does_for_each_input(tmp_path, caplog):
+    x, y, _ = common.full_batch()
+    clean = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    assert _warnings_of(caplog, common.model(), clean, tmp_path / "a") == []
+    stateful = clean.map(lambda a, b: (a + tf.random.uniform(tf.shape(a)), b))
+    (message,) = _warnings_of(caplog, common.model(), stateful, tmp_path / "b")
+    assert "RandomUniform is stateful" in message
+    assert "tf.random.stateless_" in message
+
+    def generator():
+        for i in range(0, 64, 16):
+            yield x[i : i + 16], y[i : i + 16]
+
+    (message,) = _warnings_of(
+        caplog, common.model(), generator(), tmp_path / "c", steps_per_epoch=4
+    )
+    assert "cannot be saved (the input is a generator" in message
+    assert "skips the batches" in message
+    (message,) = _warnings_of(
+        caplog, common.model("keras"), clean, tmp_path / "d"
+    )
+    assert "for a keras_slim.SlimModel only" in message
