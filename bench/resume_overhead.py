@@ -8,7 +8,8 @@ steps with the preemption signal handlers installed.
    Medians of 15 saves each, alternating.
 2. Steps per second of `SlimModel.fit` with `Checkpoints` (time interval,
    so no save while timed), with its SIGTERM/SIGINT handlers installed
-   and with them left out; medians of alternating runs. Target: >= 0.99.
+   and with them left out, and left out again (an A/A control of this
+   machine's noise); medians of rotating runs. Target: >= 0.99.
 
 Run: `python bench/resume_overhead.py [--rounds 7]`.
 """
@@ -132,18 +133,29 @@ def main(argv=None):
             flush=True,
         )
     print()
-    print("| model | steps/s handlers off | handlers on | on / off |")
-    print("|---|---|---|---|")
+    print(
+        "| model | steps/s handlers off | handlers on | on / off | "
+        "off again / off (A/A) |"
+    )
+    print("|---|---|---|---|---|")
     for name in _common.MODELS:
         data = _common.dataset(_common.MODELS[name][0])
-        rates = {True: [], False: []}
+        variants = [("on", True), ("off", False), ("off again", False)]
+        rates = {label: [] for label, _ in variants}
         for i in range(args.rounds):
-            for handlers in (True, False)[:: 1 if i % 2 else -1]:
-                rates[handlers].append(steps_per_sec(name, data, handlers))
+            # The order rotates, so no variant gains from going first.
+            order = variants[i % 3 :] + variants[: i % 3]
+            for label, handlers in order:
+                rates[label].append(steps_per_sec(name, data, handlers))
                 keras.backend.clear_session()
-        on = statistics.median(rates[True])
-        off = statistics.median(rates[False])
-        print(f"| {name} | {off:.1f} | {on:.1f} | {on / off:.3f} |", flush=True)
+        on, off, again = (
+            statistics.median(rates[k]) for k in ("on", "off", "off again")
+        )
+        print(
+            f"| {name} | {off:.1f} | {on:.1f} | {on / off:.3f} | "
+            f"{again / off:.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

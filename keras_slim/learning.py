@@ -281,6 +281,11 @@ def train(
             checkpoint that does not exist.
         keras_slim.NanLossDuringTrainingError: for a non-finite loss, when
             `fail_on_nan_loss`.
+        keras_slim.TrainingPreemptedError: on SIGTERM or SIGINT, after the
+            call in flight finished and `model.ckpt-<step>` was saved (with
+            a `logdir`); a rerun resumes from it.
+        RuntimeError: before any step, when another process trains in
+            `logdir`.
 
     Example:
     ```python

@@ -45,12 +45,22 @@ class Checkpoints(StepCallback):
     - only the chief writes. Other workers of a `MultiWorkerMirroredStrategy`
       save into a sibling temporary directory (`<directory>_workertemp_<task
       id>`) that is deleted at once, the pattern of TensorFlow's
-      multi-worker tutorial for savers that every worker must run.
+      multi-worker tutorial for savers that every worker must run;
+    - for a `SlimModel`, a checkpoint also holds the input position
+      (Keras's epoch, the step in it, the data iterator): a rerun of a
+      `fit` that did not finish goes on where it stopped, and ends with
+      the weights of an uninterrupted run; a new `fit` after a finished
+      one runs its own schedule;
+    - on SIGTERM or SIGINT (not under `MultiWorkerMirroredStrategy`), the
+      call in flight finishes, the state is saved and
+      `keras_slim.TrainingPreemptedError` stops training;
+    - checkpoints are found by their files, whatever the `checkpoint`
+      state file says; an unreadable one is moved aside, never deleted;
+      one training at a time holds the directory (`.keras_slim.lock`).
 
     The directory is created and test-written when training begins, before
-    the first step. Keras's own `epochs` count starts again on a rerun: use
-    `keras_slim.callbacks.StopAtStep(last_step=...)` or `keras_slim.train`
-    to train up to a global step. With `steps_per_execution > 1` a save
+    the first step. docs/tutorials/training_services.md says what resume
+    guarantees for each kind of input. With `steps_per_execution > 1` a save
     happens at the first execution boundary at or past its interval.
 
     Args:
@@ -74,7 +84,9 @@ class Checkpoints(StepCallback):
         ValueError: for an interval, `max_to_keep` or
             `keep_checkpoint_every_n_hours` that is not positive, or an
             empty `directory`. At train begin, for a directory that cannot
-            be created or written.
+            be created or written, or a checkpoint of another model.
+        RuntimeError: at train begin, when another process trains in the
+            directory, or when no checkpoint in it can be read.
 
     Example:
     ```python
