@@ -9,6 +9,7 @@ bitwise (op determinism is on). The input is shuffled each epoch and
 randomly augmented, and the model has `Dropout`.
 """
 
+import logging
 import os
 import pathlib
 import signal
@@ -81,3 +82,40 @@ def test_kill_9_at_random_steps_then_rerun_equals_an_uninterrupted_run(
     run([mode, strategy, data, logdir, str(out)])
     for a, b in zip(weights(reference), weights(out)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_rerun_with_other_steps_per_call_warns_and_finishes(tmp_path, caplog):
+    """Blocks of k batches make the saved iterator depend on k: a rerun
+    that picks another k says so and goes on from the saved step."""
+    import keras
+    import tensorflow as tf
+
+    import keras_slim
+    from tests.helpers import classification_data
+    from tests.helpers import compile_model
+    from tests.helpers import mlp
+
+    x, y = classification_data(120)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(120, seed=1)
+    data = data.batch(10)
+
+    class Stop(keras_slim.callbacks.StepCallback):
+        def on_train_batch_end(self, batch, logs=None):
+            super().on_train_batch_end(batch, logs)
+            if self.counter.step >= 8:
+                raise KeyboardInterrupt
+
+    def fit(steps_per_execution, callbacks=()):
+        model = compile_model(mlp(), steps_per_execution=steps_per_execution)
+        saver = keras_slim.callbacks.Checkpoints(
+            tmp_path, every_n_steps=4, every_n_secs=None
+        )
+        model.fit(data, epochs=3, verbose=0, callbacks=[saver, *callbacks])
+        return model
+
+    with pytest.raises(KeyboardInterrupt):
+        fit("auto", [Stop()])  # blocks of 4 batches
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    model = fit(1)  # one batch per read
+    assert "for another input pipeline" in caplog.text
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 36

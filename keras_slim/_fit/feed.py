@@ -317,10 +317,39 @@ class HostFeed(Feed):
             current, self._next = self._next, None
             # Tracked, so a checkpoint holds them; a restore deferred
             # until now applies here, the next pass's last.
-            self.state.iterator = current or iter(self._host)
-            self._next = iter(self._host)
-            self.state.next_iterator = self._next
+            restored = self._track("iterator", current)
+            self._track("next_iterator", None)
+            self._next = self.state.next_iterator
+            if not restored:
+                self._skip_consumed()
         return self.state.iterator
+
+    def _track(self, name, iterator):
+        """Sets `state.<name>` to `iterator` (or a new one), applying a
+        deferred restore; returns whether it applied (or none was due),
+        and warns if the saved iterator is of another pipeline (the steps
+        per call, so the blocks, changed)."""
+        try:
+            setattr(self.state, name, iterator or iter(self._host))
+            return True
+        except tf.errors.OpError as error:
+            logger.warning(
+                "The saved input position is for another input pipeline "
+                "(%s: the steps per call changed?). The data goes on from "
+                "a new pass, skipping the batches the interrupted epoch had "
+                "read; the shuffle order may differ from an uninterrupted "
+                "run.",
+                type(error).__name__,
+            )
+            # The failed restore cancelled that iterator, and was consumed.
+            setattr(self.state, name, iter(self._host))
+            return False
+
+    def _skip_consumed(self):
+        skip = self.resume_at[1] if self.resume_at else 0
+        for _ in range(math.ceil(skip / (self.blocks or 1))):
+            if next(self.state.iterator, None) is None:
+                break
 
 
 def _stand_in(cardinality, spec):
