@@ -8,8 +8,6 @@ end; the data is shuffled and augmented, the model has `Dropout`.
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,40 +16,9 @@ import keras_slim
 from keras_slim import _run
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
-from tests.test_resume import SCRIPT
 from tests.test_resume import run
+from tests.test_resume import signalled
 from tests.test_resume import weights
-
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-
-
-def signalled(args, at_step, signals, timeout=120):
-    """Runs the script, sends `signals` once it prints `step >= at_step`.
-
-    Returns:
-        `(returncode, lines)`.
-    """
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-    )
-    lines, sent = [], False
-    try:
-        for line in process.stdout:
-            lines.append(line.strip())
-            if not sent and line.startswith("step "):
-                if int(line.split()[1]) >= at_step:
-                    for number in signals:
-                        process.send_signal(number)
-                    sent = True
-        return process.wait(timeout=timeout), lines
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.parametrize(
