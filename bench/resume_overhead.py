@@ -10,13 +10,20 @@ steps with the preemption signal handlers installed.
    so no save while timed), with its SIGTERM/SIGINT handlers installed
    and with them left out, and left out again (an A/A control of this
    machine's noise); medians of rotating runs. Target: >= 0.99.
+3. The same under `MultiWorkerMirroredStrategy` (2 workers on loopback,
+   the MLP): there `Checkpoints` also agrees with the other workers, once
+   per call, whether any of them was signalled (one all-reduce of a
+   scalar), so that all stop at the same step. Steps per second of the
+   chief with the handlers and the agreement, against without.
 
-Run: `python bench/resume_overhead.py [--rounds 7]`.
+Run: `python bench/resume_overhead.py [--rounds 7] [--worker-rounds 5]`.
 """
 
 import argparse
+import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -27,8 +34,10 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import _run
+from keras_slim import _stop_agreement
 from keras_slim import checkpoints
 from keras_slim._fit import feed as feed_lib
+from keras_slim.cluster import LocalCluster
 
 STEPS, WARMUP, BATCH = 300, 30, 64
 
@@ -92,12 +101,14 @@ class Timer(keras_slim.callbacks.StepCallback):
         self.end, self.last = time.perf_counter(), self.counter.step
 
 
-def steps_per_sec(name, data, handlers):
-    original = _run.Run.catch_signals
+def steps_per_sec(name, data, handlers, strategy=None):
+    original = _run.Run.catch_signals, _stop_agreement.StopAgreement
     if not handlers:
         _run.Run.catch_signals = lambda self: None
+        _stop_agreement.StopAgreement = lambda strategy: bool
     try:
-        m = model(name)
+        with (strategy or tf.distribute.get_strategy()).scope():
+            m = model(name)
         timer = Timer()
         with tempfile.TemporaryDirectory() as directory:
             m.fit(
@@ -107,14 +118,56 @@ def steps_per_sec(name, data, handlers):
                 callbacks=[keras_slim.callbacks.Checkpoints(directory), timer],
             )
     finally:
-        _run.Run.catch_signals = original
+        _run.Run.catch_signals, _stop_agreement.StopAgreement = original
     return (timer.last - timer.begin) / (timer.end - timer.start)
+
+
+def worker(handlers):
+    """One worker of a 2-worker cluster (under LocalCluster's TF_CONFIG):
+    prints its steps per second as JSON."""
+    config = keras_slim.DeploymentConfig(
+        num_replicas=2,
+        replica_id=json.loads(os.environ["TF_CONFIG"])["task"]["index"],
+    )
+    strategy = config.strategy()  # before any op runs
+    name = next(iter(_common.MODELS))
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.OFF
+    )
+    data = _common.dataset(_common.MODELS[name][0]).with_options(options)
+    rate = steps_per_sec(name, data, handlers, strategy)
+    print(json.dumps({"rate": rate}))
+
+
+def multi_worker(rounds):
+    rates = {"on": [], "off": []}
+    for i in range(rounds):
+        for label in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            with LocalCluster(workers=2) as cluster:
+                runs = cluster.run(
+                    [sys.executable, __file__, "--worker", label], timeout=600
+                )
+            for run in runs:
+                if run.returncode != 0:
+                    raise RuntimeError(run.stderr[-3000:])
+            # The chief's rate (the workers run in lockstep).
+            rates[label].append(
+                json.loads(runs[0].stdout.splitlines()[-1])["rate"]
+            )
+    return {k: statistics.median(v) for k, v in rates.items()}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--worker-rounds", type=int, default=5)
+    parser.add_argument(
+        "--worker", choices=["on", "off"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker == "on")
     print(
         f"keras {keras.__version__}, tensorflow {tf.__version__}, "
         f"{os.cpu_count()} CPUs"
@@ -156,6 +209,14 @@ def main(argv=None):
             f"{again / off:.3f} |",
             flush=True,
         )
+
+    print()
+    print("| 2 workers, MLP | steps/s handlers off | handlers on | on / off |")
+    print("|---|---|---|---|")
+    r = multi_worker(args.worker_rounds)
+    print(
+        f"| chief | {r['off']:.1f} | {r['on']:.1f} | {r['on'] / r['off']:.3f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,12 @@ import sys
 import threading
 import time
 
+from keras_slim.errors import PREEMPTED_EXIT_CODE
+
 __all__ = ["LocalCluster"]
+
+# How long the other workers have to stop after one exits preempted.
+_PREEMPTION_GRACE_SECS = 120
 
 
 def free_ports(count):
@@ -211,7 +216,9 @@ class LocalCluster:
         Returns:
             A list of `subprocess.CompletedProcess`, one per process run.
             When one worker fails, the others are stopped (a synchronous
-            cluster would wait for it forever).
+            cluster would wait for it forever); when one exits preempted
+            (`keras_slim.errors.PREEMPTED_EXIT_CODE`), the others have two
+            minutes to save and exit too.
         """
         tasks = (
             [("chief", 0)]
@@ -276,11 +283,18 @@ def _wait_all(command, processes, timeout):
     for thread in threads:
         thread.start()
     deadline = None if timeout is None else time.monotonic() + timeout
+    preempted = None
     while True:
         codes = [p.poll() for p in processes]  # every one, each round
         if all(code is not None for code in codes):
             break
-        failed = any(code not in (None, 0) for code in codes)
+        # Preempted workers all stop at the same step, after a save: the
+        # others get a bounded time to do so too.
+        if preempted is None and PREEMPTED_EXIT_CODE in codes:
+            preempted = time.monotonic() + _PREEMPTION_GRACE_SECS
+        failed = any(
+            code not in (None, 0, PREEMPTED_EXIT_CODE) for code in codes
+        ) or (preempted is not None and time.monotonic() > preempted)
         late = deadline is not None and time.monotonic() > deadline
         if failed or late:
             for p in processes:

@@ -108,3 +108,31 @@ def test_train_under_two_workers(tmp_path):
     assert mean == pytest.approx(single["loss"], rel=1e-5)
     assert workers[0]["loss"] != pytest.approx(workers[1]["loss"], rel=1e-3)
     assert "model.ckpt-20.index" in os.listdir(logdir)
+
+
+def test_a_signal_to_one_worker_stops_all_at_one_saved_step(tmp_path, fit_runs):
+    _, (single, _) = fit_runs
+    out, logdir = tmp_path / "cluster", tmp_path / "cluster_logdir"
+    out.mkdir()
+    command = [sys.executable, SCRIPT, str(out), str(logdir), "preempt"]
+    with LocalCluster(workers=2, env={"PREEMPT_AT": "7"}) as cluster:
+        runs = cluster.run(command, timeout=240)
+    assert [r.returncode for r in runs] == [42, 42], runs[0].stderr[-3000:]
+    chief, worker = results(out, 2)
+    # Task 1 got SIGTERM; both stopped at the same step, the chief saved.
+    assert chief["step"] == worker["step"] >= 7
+    assert worker["signal_name"] == "SIGTERM"
+    assert chief["signal_name"] == "a signal to another worker"
+    assert chief["checkpoint"] == str(logdir / f"model.ckpt-{chief['step']}")
+    assert worker["checkpoint"] is None
+    assert sorted(p.name for p in logdir.glob("*.index")) == [
+        f"model.ckpt-{chief['step']}.index"
+    ]
+    # The rerun resumes there and ends where one uninterrupted process does.
+    with LocalCluster(workers=2) as cluster:
+        runs = cluster.run(command, timeout=240)
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    for result in results(out, 2):
+        assert result["start_step"] == chief["step"]
+        assert_same_weights(result["weights"], single["weights"])

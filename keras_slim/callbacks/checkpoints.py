@@ -7,7 +7,7 @@ import shutil
 import tensorflow as tf
 
 from keras_slim import _checkpoint_dir
-from keras_slim import _strategy
+from keras_slim import _stop_agreement
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
 from keras_slim.callbacks._files import check_writable
@@ -122,6 +122,7 @@ class Checkpoints(StepCallback):
         self.restored_path = None
         self._manager = None
         self._lock = None
+        self._agree = bool
 
     def step_multiples(self, model):
         # The step of the checkpoint a restore will start from, too, so
@@ -177,9 +178,9 @@ class Checkpoints(StepCallback):
         )
         self.run.resumed(self.restored_path)
         self.run.keep_training_weights()
-        if not _strategy.is_multi_worker(strategy):
-            # Workers must stop together: not one alone (see the docs).
-            self.run.catch_signals()
+        # Under several workers, they all stop at the same call.
+        self._agree = _stop_agreement.StopAgreement(strategy)
+        self.run.catch_signals()
         step = self.counter.sync()
         self._trigger.reset(step)
         self._saved_step = step if self.restored_path else None
@@ -284,11 +285,15 @@ class Checkpoints(StepCallback):
         super().on_train_batch_end(batch, logs)
         if self._trigger.enabled and self._trigger(self.counter.step):
             self.save()
-        if self.run.stop_signal is not None:
+        if self._agree(self.run.stop_signal is not None):
             self._stop_on_signal()
 
     def _stop_on_signal(self):
-        """Saves at this step (unless just saved) and stops training."""
+        """Saves at this step (unless just saved) and stops training.
+
+        Every worker of a multi-worker run comes here at the same call,
+        whichever of them received the signal.
+        """
         step = self.counter.sync()
         path = None
         if self._saved_step != step:
@@ -296,7 +301,9 @@ class Checkpoints(StepCallback):
         elif self._chief:
             path = self._manager.latest_checkpoint
         self.run.release_signals()
-        raise TrainingPreemptedError(step, path, self.run.stop_signal)
+        raise TrainingPreemptedError(
+            step, path, self.run.stop_signal or "a signal to another worker"
+        )
 
     def on_train_end(self, logs=None):
         self.run.release_signals()

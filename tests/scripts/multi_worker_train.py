@@ -1,15 +1,19 @@
 """Trains one model as one worker of a local cluster, or as one process.
 
-Usage: python multi_worker_train.py OUT_DIR LOGDIR {fit,train}
+Usage: python multi_worker_train.py OUT_DIR LOGDIR {fit,train,preempt}
 
 Under TF_CONFIG (keras_slim.cluster.LocalCluster.run) this is a worker of
 a MultiWorkerMirroredStrategy from DeploymentConfig; without it, one
 process on the same global batch of 64. Writes OUT_DIR/result-<task>.json:
 history (fit) or the returned loss (train), and the final weights.
+`preempt` fits with checkpoints on time only; with PREEMPT_AT=N, task 1
+sends itself SIGTERM once the global step reaches N, and each task writes
+what `TrainingPreemptedError` said, then exits with status 42.
 """
 
 import json
 import os
+import signal
 import sys
 
 import keras
@@ -59,8 +63,53 @@ with strategy.scope():
         metrics=["accuracy"],
     )
 
+
+class Preempt(callbacks.StepCallback):
+    """SIGTERM to this process once the global step reaches `at`."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        if self.at is not None and self.counter.step >= self.at:
+            self.at = None
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+class StartStep(keras.callbacks.Callback):
+    """Records the global step at train begin (after a restore)."""
+
+    def on_train_begin(self, logs=None):
+        result["start_step"] = int(self.model.optimizer.iterations.numpy())
+
+
 result = {"task": task, "is_chief": is_chief}
-if mode == "fit":
+if mode == "preempt":
+    at = os.environ.get("PREEMPT_AT")
+    try:
+        model.fit(
+            data,
+            epochs=2,
+            steps_per_epoch=10,
+            verbose=0,
+            callbacks=[
+                Preempt(int(at) if at and task == 1 else None),
+                callbacks.Checkpoints(logdir),
+                StartStep(),
+            ],
+        )
+    except keras_slim.TrainingPreemptedError as error:
+        result.update(
+            step=error.step,
+            checkpoint=error.checkpoint,
+            signal_name=error.signal_name,
+        )
+        with open(os.path.join(out_dir, f"result-{task}.json"), "w") as f:
+            json.dump(result, f)
+        sys.exit(keras_slim.errors.PREEMPTED_EXIT_CODE)
+elif mode == "fit":
     history = model.fit(
         data,
         epochs=2,
