@@ -51,8 +51,10 @@ class TrainingPreemptedError(RuntimeError):
     `model.ckpt-<step>`, and stops training with this error; a rerun
     resumes from that checkpoint. A second SIGINT aborts at once
     (`KeyboardInterrupt`), unless a save is being written, which is
-    finished first. `keras-slim-train` exits with `PREEMPTED_EXIT_CODE`
-    (42).
+    finished first. Under `MultiWorkerMirroredStrategy` a signal to one
+    worker stops all of them at the same step; the chief writes the
+    checkpoint and the others name "a signal to another worker".
+    `keras-slim-train` exits with `PREEMPTED_EXIT_CODE` (42).
 
     Args:
         step: Integer. The global step saved.

@@ -51,9 +51,10 @@ class Checkpoints(StepCallback):
       `fit` that did not finish goes on where it stopped, and ends with
       the weights of an uninterrupted run; a new `fit` after a finished
       one runs its own schedule;
-    - on SIGTERM or SIGINT (not under `MultiWorkerMirroredStrategy`), the
-      call in flight finishes, the state is saved and
-      `keras_slim.TrainingPreemptedError` stops training;
+    - on SIGTERM or SIGINT, the call in flight finishes, the state is
+      saved and `keras_slim.TrainingPreemptedError` stops training; under
+      `MultiWorkerMirroredStrategy` a signal to any worker stops every
+      worker at the same step (they agree about once a second);
     - checkpoints are found by their files, whatever the `checkpoint`
       state file says; an unreadable one is moved aside, never deleted;
       one training at a time holds the directory (`.keras_slim.lock`).
