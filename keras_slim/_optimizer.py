@@ -7,10 +7,13 @@ then applies through the optimizer with that all-reduce switched off. The
 switch is an instance attribute consulted only while `presummed()` is
 active, so the optimizer behaves as usual everywhere else.
 
-A step whose loss is not finite is skipped as Keras's own
-`LossScaleOptimizer._tf_apply` skips one: a `cond` in cross-replica context
-(`merge_call`), because a `cond` in replica context cannot hold the
-`merge_call` that `apply()` makes under `MirroredStrategy`.
+A step whose loss or gradient is not finite (`numeric_check`) is skipped
+as Keras's own `LossScaleOptimizer._tf_apply` skips one: a `cond` in
+cross-replica context (`merge_call`), because a `cond` in replica context
+cannot hold the `merge_call` that `apply()` makes under `MirroredStrategy`.
+A skipped step is still a step: its branch advances `iterations` (and
+records the step in the run's `SkippedSteps`), so step counts, stops and
+intervals stay exact.
 
 The internals this needs are in `keras_slim/_keras.py`.
 """
@@ -24,6 +27,9 @@ import tensorflow as tf
 from keras_slim import _keras
 
 _LOCK = threading.Lock()
+
+#: The message of the step's `Assert` on a non-finite loss or gradient.
+NONFINITE = "keras_slim: LossTensor is inf or nan"
 
 
 def _inner(optimizer):
@@ -112,13 +118,63 @@ def sum_across_replicas(grads, loss=None):
     return [None if g is None else next(reduced) for g in grads], summed_loss
 
 
-def apply_gradients(optimizer, grads, variables, finite=None, error=None):
+def numeric_check(loss, grads, *, gradients=True):
+    """The step's gate: whether the loss and the gradients are finite.
+
+    Computed once per step, on values already summed across replicas, so
+    every replica reaches the same verdict. The gradients are checked
+    through their global norm (in float32): one reduction per gradient and
+    one sum. A norm beyond float32's range (gradients of about 1e19)
+    counts as not finite.
+
+    Args:
+        loss: The scalar loss, summed across replicas.
+        grads: The summed gradients; `None` entries are ignored.
+        gradients: Whether to check the gradients too. Off under a
+            `LossScaleOptimizer`, which handles its own overflows.
+            Defaults to `True`.
+
+    Returns:
+        `(finite, error)`: a scalar boolean tensor, and the data of the
+        assertion that reports a failure (`NONFINITE`, the loss and, when
+        checked, the global gradient norm).
+
+    Example:
+    ```python
+    finite, error = numeric_check(total_loss, grads)
+    apply_gradients(optimizer, grads, variables, finite, error)
+    ```
+    """
+    finite = tf.math.is_finite(loss)
+    if not gradients:
+        return finite, [NONFINITE, loss]
+    values = [
+        g.values if isinstance(g, tf.IndexedSlices) else g
+        for g in grads
+        if g is not None
+    ]
+    squares = [tf.nn.l2_loss(tf.cast(v, "float32")) for v in values]
+    if not squares:
+        return finite, [NONFINITE, loss]
+    norm = tf.sqrt(2.0 * tf.add_n(squares))
+    return tf.logical_and(finite, tf.math.is_finite(norm)), [
+        NONFINITE,
+        loss,
+        norm,
+    ]
+
+
+def apply_gradients(
+    optimizer, grads, variables, finite=None, error=None, skipped=None
+):
     """Applies summed gradients; when `finite` is given, only if it is True.
 
     Must be called in replica context (inside `train_step`). With `error`,
     a false `finite` also fails the step with an `Assert` op carrying
     `error`; on one device the update ops then depend on the
-    assertion, which costs two ops instead of a `cond`.
+    assertion, which costs two ops instead of a `cond`. Without `error`, a
+    false `finite` skips the update but still advances `iterations` and
+    records the step in `skipped`.
 
     Args:
         optimizer: The model's Keras optimizer.
@@ -127,12 +183,20 @@ def apply_gradients(optimizer, grads, variables, finite=None, error=None):
         finite: `None` to always apply, or a scalar boolean tensor with the
             same value on every replica.
         error: Optional list of values for the assertion's message.
+        skipped: Optional `SkippedSteps` recording the steps skipped.
     """
     variables = list(variables)
 
     def apply(grads):
         with presummed(optimizer):
             optimizer.apply(list(grads), variables)
+
+    def skip():
+        if error is not None:
+            return  # the step fails: it is not a step
+        optimizer.iterations.assign_add(1)
+        if skipped is not None:
+            skipped.record(tf.convert_to_tensor(optimizer.iterations))
 
     if finite is None:
         apply(grads)
@@ -143,11 +207,12 @@ def apply_gradients(optimizer, grads, variables, finite=None, error=None):
             apply(grads)
         return
     if no_merge_call:
-        tf.cond(finite, lambda: apply(grads), lambda: None)
+        tf.cond(finite, lambda: apply(grads), skip)
     else:
         with presummed(optimizer):
             tf.distribute.get_replica_context().merge_call(
-                functools.partial(_gated, apply=apply), args=(finite, grads)
+                functools.partial(_gated, apply=apply, skip=skip),
+                args=(finite, grads),
             )
     if error is not None:
         _assert(finite, error)
@@ -163,7 +228,7 @@ def _assert(condition, data):
     )
 
 
-def _gated(distribution, finite, grads, apply):
+def _gated(distribution, finite, grads, apply, skip):
     """Cross-replica `cond`, as Keras's `LossScaleOptimizer._tf_apply`."""
     # Every replica holds the same value: the loss was all-reduced.
     finite = distribution.experimental_local_results(finite)[0]
@@ -172,5 +237,5 @@ def _gated(distribution, finite, grads, apply):
         lambda: distribution.extended.call_for_each_replica(
             apply, args=(grads,)
         ),
-        lambda: None,
+        skip,
     )

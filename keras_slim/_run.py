@@ -66,6 +66,9 @@ class Run:
         self._chief = is_chief
         self.feed = None
         self.records = None
+        #: The model's `SkippedSteps` while non-finite steps are skipped
+        #: (`keras_slim/_fit/skipped.py`), else `None`.
+        self.skipped_steps = None
         self.step_summaries = None
         self.raise_on_nonfinite = True
         self.no_step = False

@@ -45,6 +45,11 @@ def _job_name(name, value):
     return value
 
 
+#: The most clones `clone_on_cpu` makes: logical CPU devices share this
+#: machine's cores, and TensorFlow takes minutes to make thousands.
+MAX_CPU_CLONES = 64
+
+
 def mirrored_strategy(devices):
     """The process's `MirroredStrategy` over `devices`, made once.
 
@@ -57,7 +62,18 @@ def mirrored_strategy(devices):
     specs = [tf.DeviceSpec.from_string(d) for d in devices]
     key = tuple(f"{s.device_type.upper()}:{s.device_index}" for s in specs)
     if key not in _MIRRORED:
-        _MIRRORED[key] = tf.distribute.MirroredStrategy(list(devices))
+        cross_device_ops = None
+        if all(s.device_type.upper() == "CPU" for s in specs):
+            # TensorFlow's default for CPU devices, CollectiveAllReduce,
+            # numbers its groups from 1 in every strategy: a second
+            # strategy over another count of the same devices joins group
+            # 1 with another size and aborts ("joining a group with size
+            # 4, but that group has size 2"). Reducing on one device uses
+            # no collective group.
+            cross_device_ops = tf.distribute.ReductionToOneDevice()
+        _MIRRORED[key] = tf.distribute.MirroredStrategy(
+            list(devices), cross_device_ops=cross_device_ops
+        )
     return _MIRRORED[key]
 
 
@@ -99,7 +115,8 @@ class DeploymentConfig:
 
     Args:
         num_clones: Positive integer: model copies on this machine's
-            devices (synchronous, one step over all of them).
+            devices (synchronous, one step over all of them): at most the
+            GPUs, or `MAX_CPU_CLONES` (64) with `clone_on_cpu`.
             Defaults to `1`.
         clone_on_cpu: Put the clones on CPU devices (logical ones, made
             when needed and TensorFlow is not yet initialised).
@@ -151,6 +168,14 @@ class DeploymentConfig:
     ):
         self.num_clones = _validation.positive_int("num_clones", num_clones)
         self.clone_on_cpu = _validation.boolean("clone_on_cpu", clone_on_cpu)
+        if self.clone_on_cpu and self.num_clones > MAX_CPU_CLONES:
+            raise _validation.invalid(
+                "num_clones",
+                num_clones,
+                f"at most {MAX_CPU_CLONES} with clone_on_cpu (each clone is "
+                "a logical CPU device of this process; TensorFlow takes "
+                "minutes to make thousands)",
+            )
         self.num_replicas = _validation.positive_int(
             "num_replicas", num_replicas
         )

@@ -2,38 +2,72 @@
 
 
 class NanLossDuringTrainingError(RuntimeError):
-    """Raised when the training loss is NaN or infinite.
+    """Raised when the training loss, or the gradient, is NaN or infinite.
 
     TF-Slim stopped with `'LossTensor is inf or nan'`; contrib.learn raised
     `NanLossDuringTrainingError`. keras_slim raises this error, naming the
-    global step and the loss value, after the failing step was skipped: no
-    variable changed at that step.
+    global step, the loss and what was not finite (`cause`): the loss, or
+    the global norm of the gradients (summed across replicas) while the
+    loss was finite. A `SlimModel` skipped the failing step (no variable
+    changed); another model, checked by `NanLossGuard` after the step, had
+    applied it (`applied=True`).
 
     Args:
-        step: Integer. The global step at which the loss was not finite (the
+        step: Integer. The global step at which the check failed (the
             number of the training step that failed, counting from 1).
-        loss: Float. The non-finite loss value (`nan`, `inf` or `-inf`).
+        loss: Float. The step's loss (`nan`, `inf` or `-inf` when the
+            loss is the cause).
+        cause: `"loss"` or `"gradient"`.
+            Defaults to `"loss"`.
+        gradient_norm: Float or `None`: the global gradient norm, when
+            known.
+            Defaults to `None`.
+        applied: Whether the step's update was applied.
+            Defaults to `False`.
 
     Example:
     ```python
     try:
         model.fit(x, y)
     except keras_slim.NanLossDuringTrainingError as e:
-        print(e.step, e.loss)
+        print(e.step, e.cause, e.loss, e.gradient_norm)
     ```
     """
 
-    def __init__(self, step, loss):
+    def __init__(
+        self, step, loss, cause="loss", gradient_norm=None, applied=False
+    ):
+        if cause not in ("loss", "gradient"):
+            raise ValueError(
+                f"`cause` must be 'loss' or 'gradient'. Received: {cause!r}"
+            )
         self.step = None if step is None else int(step)
         self.loss = float(loss)
-        super().__init__(
-            f"NaN loss during training: loss = {self.loss} at global step "
-            f"{self.step} (LossTensor is inf or nan). The step was skipped: "
-            "no variable was updated."
+        self.cause = cause
+        self.gradient_norm = (
+            None if gradient_norm is None else float(gradient_norm)
         )
+        self.applied = bool(applied)
+        what = (
+            f"NaN loss during training: loss = {self.loss} at global step "
+            f"{self.step} (LossTensor is inf or nan)."
+            if cause == "loss"
+            else "Non-finite gradient during training: global gradient "
+            f"norm = {self.gradient_norm} at global step {self.step}, with "
+            f"a finite loss ({self.loss})."
+        )
+        outcome = (
+            " The step was applied (the model has no update gate: use a "
+            "keras_slim.SlimModel to skip such steps): its variables hold "
+            "that update."
+            if self.applied
+            else " The step was skipped: no variable was updated."
+        )
+        super().__init__(what + outcome)
 
     def __reduce__(self):
-        return (type(self), (self.step, self.loss))
+        args = (self.step, self.loss, self.cause, self.gradient_norm)
+        return (type(self), (*args, self.applied))
 
 
 #: The exit status of `keras-slim-train` after a preemption: TensorFlow's

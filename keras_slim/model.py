@@ -22,7 +22,6 @@ from keras_slim import _fit
 from keras_slim import _keras
 from keras_slim import _optimizer
 from keras_slim import _run
-from keras_slim._fit.train_function import NONFINITE
 from keras_slim.policy import GradientPolicy
 
 __all__ = ["SlimModel", "wrap"]
@@ -275,18 +274,25 @@ class SlimModel(keras.Model):
         grads, total_loss = _optimizer.sum_across_replicas(
             grads, loss if plan.check_numerics else None
         )
+        finite = error = None
+        raise_on_nonfinite = run is None or run.raise_on_nonfinite
+        if plan.check_numerics:
+            # Once, on the sum: the same verdict on every replica.
+            finite, error = _optimizer.numeric_check(
+                total_loss,
+                grads,
+                # A LossScaleOptimizer handles its own overflows.
+                gradients=not hasattr(self.optimizer, "inner_optimizer"),
+            )
+            if not raise_on_nonfinite:
+                error = None
         grads = plan.apply(grads, scale=_optimizer.loss_scale(self.optimizer))
         if run is not None and run.step_summaries is not None:
             run.step_summaries(self, x, grads, plan.variables)
-        raise_on_nonfinite = run is None or run.raise_on_nonfinite
-        finite = error = None
-        if plan.check_numerics:
-            finite = tf.math.is_finite(total_loss)
-            if raise_on_nonfinite:
-                error = [NONFINITE, total_loss]
         self._track_loss(loss, _batch_size(x), finite, raise_on_nonfinite)
+        skipped = None if run is None else run.skipped_steps
         _optimizer.apply_gradients(
-            self.optimizer, grads, plan.variables, finite, error
+            self.optimizer, grads, plan.variables, finite, error, skipped
         )
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -56,6 +58,30 @@ def test_two_clones_on_cpu():
     ]
 
 
+def test_strategies_of_different_clone_counts_one_after_another():
+    # model_deploy's tests build 2 then 4 clones in one process; with
+    # TensorFlow's collectives the second failed ("joining a group with
+    # size 4, but that group has size 2").
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype("float32")
+    y = rng.normal(size=(64, 1)).astype("float32")
+
+    def trained(strategy):
+        with strategy.scope():
+            keras.utils.set_random_seed(0)
+            inputs = keras.Input((4,))
+            model = keras_slim.SlimModel(inputs, keras.layers.Dense(1)(inputs))
+            model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        model.fit(x, y, batch_size=16, shuffle=False, verbose=0)
+        return model.get_weights()
+
+    reference = trained(tf.distribute.get_strategy())
+    for clones in (2, 4, 2):
+        config = DeploymentConfig(num_clones=clones, clone_on_cpu=True)
+        for a, b in zip(trained(config.strategy()), reference):
+            np.testing.assert_allclose(a, b, atol=1e-6)
+
+
 def test_more_cpu_clones_than_devices_once_tensorflow_started():
     with pytest.raises(
         ValueError, match="num_clones=8 with clone_on_cpu needs 8"
@@ -80,6 +106,10 @@ def test_clones_need_gpus_without_clone_on_cpu():
         ({"num_ps_tasks": -1}, "Received: num_ps_tasks=-1"),
         ({"worker_job_name": ""}, "Received: worker_job_name=''"),
         ({"cluster_resolver": {"worker": []}}, "Received: cluster_resolver="),
+        (
+            {"num_clones": 10000, "clone_on_cpu": True},
+            "Received: num_clones=10000. Expected at most 64 with clone_on",
+        ),
     ],
 )
 def test_bad_arguments(kwargs, message):

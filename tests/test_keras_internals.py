@@ -89,14 +89,21 @@ def test_optimizer_sums_across_replicas_unless_presummed(mirrored):
     np.testing.assert_array_equal(variable.numpy(), [-5.0, -5.0])
 
 
-def test_keras_multi_step_loop_still_fails_under_mirrored(mirrored):
+def test_keras_multi_step_loop_still_fails_under_mirrored():
     """keras-team/keras#19246: why keras_slim has its own multi-step loop.
 
-    If this starts passing, Keras fixed its loop and
-    keras_slim/_fit/loops.py's first unconditional step may be retired.
+    Under a `MirroredStrategy` as TensorFlow makes it by default (with
+    `CollectiveAllReduce` on CPUs; keras_slim's own CPU clones reduce on
+    one device, where Keras's loop happens to work). If this starts
+    passing, Keras fixed its loop and keras_slim/_fit/loops.py's first
+    unconditional step may be retired.
     """
     x, y = classification_data(128)
-    with mirrored.scope():
+    # The only strategy with collectives over these devices in the suite.
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    cross_device_ops = strategy.extended._cross_device_ops
+    assert type(cross_device_ops).__name__ == "CollectiveAllReduce"
+    with strategy.scope():
         model = compile_model(mlp(cls=keras.Model), steps_per_execution=2)
     with pytest.raises(tf.errors.InvalidArgumentError, match="placeholder"):
         model.fit(x, y, batch_size=64, verbose=0)

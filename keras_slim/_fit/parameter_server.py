@@ -195,6 +195,8 @@ def fit(
     try:
         with _lost_ps():
             callback_list.on_train_begin()
+            # NanLossGuard has set the NaN mode: the step is traced later.
+            model.train_function.attach_skipped_steps(run)
             logs = {}
             for epoch in range(initial_epoch, epochs):
                 model.reset_metrics()

@@ -17,6 +17,7 @@ A loss found non-finite by the step's check becomes
 """
 
 import functools
+import math
 import re
 
 import keras
@@ -26,11 +27,13 @@ from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import _strategy
 from keras_slim._fit import loops
+from keras_slim._fit import skipped as skipped_lib
+from keras_slim._optimizer import NONFINITE
 from keras_slim.errors import NanLossDuringTrainingError
 
-#: The message of the step's `Assert` on a non-finite loss.
-NONFINITE = "keras_slim: LossTensor is inf or nan"
-_NONFINITE_RE = re.compile(re.escape(NONFINITE) + r"\]\s*\[([^\]]*)\]")
+_NONFINITE_RE = re.compile(
+    re.escape(NONFINITE) + r"\]\s*\[([^\]]*)\](?:\s*\[([^\]]*)\])?"
+)
 
 
 def translate_nonfinite(function, optimizer):
@@ -56,7 +59,14 @@ def translate_nonfinite(function, optimizer):
             if match is None:
                 raise
             step = int(optimizer.iterations.numpy()) + 1
-            raise NanLossDuringTrainingError(step, match.group(1)) from None
+            loss, norm = match.group(1), match.group(2)
+            loss_finite = math.isfinite(float(loss))
+            raise NanLossDuringTrainingError(
+                step,
+                loss,
+                cause="loss" if not loss_finite else "gradient",
+                gradient_norm=None if norm is None else float(norm),
+            ) from None
 
     return wrapped
 
@@ -113,7 +123,24 @@ class TrainFunction:
         self._model = model
         self._compiled = {}
         self._built = False
+        self._skipped = None
         self._call = translate_nonfinite(self._run_steps, model.optimizer)
+
+    def attach_skipped_steps(self, run):
+        """Gives a run that skips non-finite steps (`raise_on_nonfinite`
+        false) the model's `SkippedSteps`, counted from zero in this run.
+
+        Args:
+            run: The fit's `Run`.
+        """
+        if run.raise_on_nonfinite or run.skipped_steps is not None:
+            return
+        if self._skipped is None:
+            self._skipped = skipped_lib.SkippedSteps(
+                self._model.distribute_strategy
+            )
+        self._skipped.reset()
+        run.skipped_steps = self._skipped
 
     def __call__(self, iterator):
         return self._call(iterator)
@@ -164,6 +191,8 @@ class TrainFunction:
             run.records = None
             self._build(run.feed, iterator)
             return {}
+        if run is not None:
+            self.attach_skipped_steps(run)
         functions = self._functions(run)
         feed = run.feed if run is not None else None
         records = None

@@ -31,6 +31,8 @@ every callback that acts on the global step: it holds the counter, so the
 bookkeeping lives once.
 """
 
+import math
+
 import numpy as np
 
 from keras_slim import _keras
@@ -163,9 +165,9 @@ class StepLoss:
 
         Returns:
             A list with one `(loss, examples)` per step the call ran, in
-            order (`(None, 0)` for a step a `SlimModel` skipped for a
-            non-finite loss, which counts no example), or `None` when the
-            train function does not record steps.
+            order (`(nan, 0)` for a step a `SlimModel` skipped for a
+            non-finite loss or gradient, which counts no example), or
+            `None` when the train function does not record steps.
         """
         run = _run.current(self._model)
         records = run.records if run is not None else None
@@ -175,7 +177,9 @@ class StepLoss:
         self._mark = None
         totals = np.diff(np.asarray(records, dtype=np.float64), axis=0)
         return [
-            (float(total / count), float(count)) if count > 0 else (None, 0)
+            (float(total / count), float(count))
+            if count > 0
+            else (math.nan, 0.0)
             for total, count in totals
         ]
 
@@ -186,8 +190,9 @@ class StepLoss:
             Where the train function records each step, the loss and batch
             size of the last step it ran; elsewhere the mean loss of the
             steps since `mark()`, weighted by batch size as Keras weights
-            it, and the number of examples they saw. `(None, None)` when
-            nothing was marked or no example was seen.
+            it, and the number of examples they saw: `(nan, 0)` for
+            steps a `SlimModel` skipped. `(None, None)` when nothing was
+            marked.
         """
         if self._mark is None:
             return None, None
@@ -195,15 +200,17 @@ class StepLoss:
         steps = self.per_step()
         self._mark = None
         if steps is not None:
-            seen = [step for step in steps if step[0] is not None]
-            return seen[-1] if seen else (None, None)
+            return steps[-1] if steps else (None, None)
         if mark is self._RECORDED:
             return None, None  # the call recorded nothing after all
         total, count = self._read()
         total0, count0 = mark
         examples = count - count0
-        if examples <= 0:
+        if examples < 0:
             # Keras reset its metrics (a new epoch) after the mark.
             return None, None
+        if examples == 0:
+            # The steps counted no example: a SlimModel skipped them.
+            return math.nan, 0.0
         # A non-finite total stays so for the epoch: inf - inf is nan.
         return (total - total0) / examples, examples

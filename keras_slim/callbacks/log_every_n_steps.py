@@ -98,8 +98,6 @@ class LogEveryNSteps(StepCallback):
     def _log_each_step(self, steps):
         """Logs the due steps of a call from its per-step losses."""
         end = self.counter.sync()
-        # Steps skipped for a non-finite loss did not advance the step.
-        steps = [step for step in steps if step[0] is not None]
         sec_per_step = self._sec_per_step(end)
         for step, (loss, examples) in enumerate(steps, end - len(steps) + 1):
             if self._trigger(step):

@@ -2,6 +2,7 @@
 
 import logging
 import math
+import time
 
 import keras
 
@@ -14,25 +15,32 @@ logger = logging.getLogger("keras_slim")
 
 
 class NanLossGuard(keras.callbacks.Callback):
-    """Raises `NanLossDuringTrainingError` when the loss is NaN or infinite.
+    """Stops training, or goes on, when the loss or gradient is not finite.
 
     contrib.learn's `NanLossDuringTrainingError` monitor for `model.fit`, on
     any model:
 
     - `fail=True`: a non-finite loss stops training with
       `keras_slim.NanLossDuringTrainingError`, naming the global step and
-      the loss. A `SlimModel` whose policy checks numerics raises it from
-      the step itself, before any variable changed; for other models the
-      guard reads the loss Keras already brings to the host after every
-      batch, so it costs no extra device sync.
-    - `fail=False`: training goes on as if nothing happened. On a
-      `SlimModel` the policy's numeric check then skips the step silently:
-      no variable changes, the global step does not advance, and the
-      step does not count in the reported loss. Other models apply the
-      step as Keras does, and the guard logs one warning per epoch.
+      the loss. A `SlimModel` whose policy checks numerics checks the loss
+      and the global norm of the summed gradients in the step itself and
+      raises before any variable changed (the error's `cause` says which
+      was not finite); for other models the guard reads the loss Keras
+      already brings to the host after every batch (no extra device sync),
+      after Keras applied the step (`applied=True`).
+    - `fail=False`: training goes on. On a `SlimModel` the step's check
+      skips the update but the step still counts: the global step
+      advances, so `number_of_steps`, `StopAtStep` and every interval stay
+      exact, and the skipped step's loss is logged as `nan`, not counted
+      in the reported mean. The guard warns at the first skipped step and
+      then at most once a minute, and at the end, with the count, the first
+      and the last skipped step. Other models apply the step as Keras
+      does, and the guard logs one warning per epoch.
 
     `keras_slim.callbacks.Checkpoints` never writes a state with a
-    non-finite variable, with or without this guard.
+    non-finite variable, nor, for a model without the step's check, a
+    state after a non-finite loss was applied, whatever the order of the
+    callbacks.
 
     Args:
         fail: Whether a non-finite loss stops training.
@@ -47,14 +55,20 @@ class NanLossGuard(keras.callbacks.Callback):
     ```
     """
 
-    def __init__(self, fail=True):
+    #: Seconds between two warnings about skipped steps.
+    WARN_EVERY_SECS = 60.0
+
+    def __init__(self, fail=True, *, clock=None):
         super().__init__()
         self.fail = _validation.boolean("fail", fail)
+        self._clock = clock or time.monotonic
 
     def on_train_begin(self, logs=None):
         # A SlimModel gates its update on a finite loss; the run tells its
-        # train step whether to raise or to skip the step silently.
+        # train step whether to raise or to skip the step.
         _run.of(self.model, self.params).raise_on_nonfinite = self.fail
+        self._reported = 0
+        self._warned_at = None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._warned = False
@@ -71,17 +85,57 @@ class NanLossGuard(keras.callbacks.Callback):
         return [] if _run.is_slim_model(model) else [1]
 
     def on_train_batch_end(self, batch, logs=None):
+        run = _run.current(self.model)
+        skipped = None if run is None else run.skipped_steps
+        if skipped is not None:
+            self._report_skipped(skipped, final=False)
+            return
         loss = (logs or {}).get("loss")
         if loss is None or math.isfinite(loss):
             return
         step = global_step(self.model)
         if self.fail:
-            raise NanLossDuringTrainingError(step, loss)
+            raise NanLossDuringTrainingError(step, loss, applied=True)
         if not self._warned:
             logger.warning(
                 "NaN loss during training: loss = %s at global step %d; "
-                "training goes on (fail=False).",
+                "the step was applied (the model has no update gate: a "
+                "keras_slim.SlimModel skips such steps) and training goes "
+                "on (fail=False). No checkpoint is written while this "
+                "epoch's loss is not finite.",
                 loss,
                 step,
             )
             self._warned = True
+
+    def on_train_end(self, logs=None):
+        run = _run.current(self.model)
+        skipped = None if run is None else run.skipped_steps
+        if skipped is not None:
+            self._report_skipped(skipped, final=True)
+
+    def _report_skipped(self, skipped, final):
+        """Warns about skipped steps: at the first, then at most once per
+        `WARN_EVERY_SECS`, and at the end if some were not reported."""
+        count, first, last = skipped.read()
+        if count <= self._reported:
+            return
+        now = self._clock()
+        due = (
+            final
+            or self._warned_at is None
+            or now - self._warned_at >= self.WARN_EVERY_SECS
+        )
+        if not due:
+            return
+        logger.warning(
+            "%d step%s skipped so far: loss or gradient not finite "
+            "(first at global step %d, last at %d). No variable changed at "
+            "those steps; the global step advanced and training goes on "
+            "(fail=False).",
+            count,
+            "" if count == 1 else "s",
+            first,
+            last,
+        )
+        self._reported, self._warned_at = count, now

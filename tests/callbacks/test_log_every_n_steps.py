@@ -12,7 +12,7 @@ from keras_slim.callbacks import NanLossGuard
 from tests.callbacks import common
 
 LINE = re.compile(
-    r"global step (\d+): loss = (\d+\.\d{4}) \((\d+\.\d{3}) sec/step\)"
+    r"global step (\d+): loss = (\d+\.\d{4}|nan) \((\d+\.\d{3}) sec/step\)"
     r"(?:, (\d+\.\d) examples/sec)?$"
 )
 
@@ -99,9 +99,13 @@ def test_every_step_of_a_multi_step_call(caplog_info):
         common.fit(reference, data, 1)
 
 
-def test_steps_skipped_for_a_nan_loss_do_not_count(caplog_info):
-    # fail=False: a SlimModel skips the NaN steps, which do not advance
-    # the global step; the lines number the steps that ran.
+@pytest.mark.parametrize("steps_per_execution", [1, 4])
+def test_a_skipped_step_is_a_step_logged_as_nan(
+    caplog_info, steps_per_execution
+):
+    # fail=False: a SlimModel skips the NaN steps (no variable changes)
+    # but they advance the global step; their lines show nan, never a
+    # running mean, and the other lines the loss of their own step.
     x, y, _ = common.full_batch()
     bad = x.copy()
     bad[0, 0] = float("nan")
@@ -109,7 +113,7 @@ def test_steps_skipped_for_a_nan_loss_do_not_count(caplog_info):
     data = tf.data.Dataset.from_tensor_slices(
         (np.stack(batches), np.stack([y] * len(batches)))
     )
-    model = common.model(steps_per_execution=4)
+    model = common.model(steps_per_execution=steps_per_execution)
     common.fit(
         model,
         data,
@@ -117,8 +121,26 @@ def test_steps_skipped_for_a_nan_loss_do_not_count(caplog_info):
         [LogEveryNSteps(every_n_steps=1), NanLossGuard(fail=False)],
     )
     lines = [m for m in logged(caplog_info) if m]
-    assert [int(m.group(1)) for m in lines] == list(range(1, 7))
-    assert common.step(model) == 6
+    assert [int(m.group(1)) for m in lines] == list(range(1, 9))
+    assert common.step(model) == 8
+    reference = common.model()
+    for number, line in enumerate(lines, 1):
+        if number in (3, 5):
+            assert line.group(2) == "nan"
+            # A skipped step: the step count (the optimizer's too) only.
+            reference.optimizer.iterations.assign_add(1)
+            continue
+        assert float(line.group(2)) == pytest.approx(
+            common.loss_on(reference, x, y), abs=1e-4
+        )
+        common.fit(reference, tf.data.Dataset.from_tensors((x, y)), 1)
+    warnings = [
+        r.getMessage() for r in caplog_info.records if r.levelname == "WARNING"
+    ]
+    assert warnings[0].startswith("1 step skipped so far")
+    assert "(first at global step 3, last at 3)" in warnings[0]
+    assert warnings[-1].startswith("2 steps skipped so far")
+    assert "(first at global step 3, last at 5)" in warnings[-1]
 
 
 def test_a_resumed_run_logs_at_global_multiples(caplog_info):

@@ -43,15 +43,20 @@ def test_slim_model_without_numeric_check_raises_too():
 def test_fail_false_on_slim_model_skips_the_step_and_goes_on():
     model = common.model()
     model.fit(poisoned({3, 7}), verbose=0, callbacks=[NanLossGuard(False)])
-    # Two steps were skipped: 12 batches, 10 updates, finite weights.
-    assert common.step(model) == 10
+    # Two steps were skipped: 12 batches, 12 steps, 10 updates.
+    assert common.step(model) == 12
     assert common.all_finite(model)
-    # The skipped steps do not count in the reported loss either.
+    # The skipped steps do not count in the reported loss.
     assert np.isfinite(model.history.history["loss"][0])
-    # Equal to training on the 10 good batches only.
-    x, y, data = common.full_batch()
+    # Equal to training on the 10 good batches, the step count advancing
+    # at the two skipped ones (the optimizer's step count is the global
+    # step: learning-rate schedules and Adam's correction see it).
+    _, _, data = common.full_batch()
     reference = common.model()
-    common.fit(reference, data, 10)
+    for updates in (2, 3, 5):
+        common.fit(reference, data, updates)
+        reference.optimizer.iterations.assign_add(1)
+    reference.optimizer.iterations.assign_add(-1)
     for a, b in zip(model.get_weights(), reference.get_weights()):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
@@ -71,7 +76,7 @@ def test_fail_false_on_keras_model_goes_on_with_a_warning(caplog):
     model = common.model("keras")
     model.fit(poisoned({5}), verbose=0, callbacks=[NanLossGuard(fail=False)])
     assert common.step(model) == 12
-    assert "at global step 5; training goes on" in caplog.text
+    assert "at global step 5; the step was applied" in caplog.text
 
 
 def test_finite_training_is_untouched():

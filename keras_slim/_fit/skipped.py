@@ -1,0 +1,62 @@
+"""`SkippedSteps`: the steps a `SlimModel` skipped, counted in the graph.
+
+With `NanLossGuard(fail=False)` (`keras_slim.train(...,
+fail_on_nan_loss=False)`), a step whose loss or gradient is not finite
+updates no variable but still advances the global step
+(`keras_slim/_optimizer.py`). Its branch of the step's `cond` records it
+here: how many steps were skipped, the first and the last, in one small
+variable, so `NanLossGuard` can say which steps were skipped by reading it
+once per call on the host.
+
+The variable lives as long as the model's `TrainFunction`, whose compiled
+functions capture it; each run starts it again from zero (`TrainFunction`
+resets it the first time a run that skips steps calls it).
+"""
+
+import tensorflow as tf
+
+
+class SkippedSteps:
+    """A count of skipped steps, with the first and the last.
+
+    Args:
+        strategy: The model's `tf.distribute.Strategy`: the variable is
+            made in its scope, and updated in cross-replica context.
+
+    Example:
+    ```python
+    skipped = SkippedSteps(model.distribute_strategy)
+    skipped.record(step)  # in the skip branch of the step, in the graph
+    count, first, last = skipped.read()  # on the host
+    ```
+    """
+
+    def __init__(self, strategy):
+        with strategy.scope():
+            self._state = tf.Variable(
+                tf.zeros([3], tf.int64),
+                trainable=False,
+                name="keras_slim_skipped_steps",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+
+    def record(self, step):
+        """Records the skipped global step `step` (a scalar tensor).
+
+        Args:
+            step: The global step of the skipped step (counting from 1).
+        """
+        step = tf.cast(step, tf.int64)
+        state = tf.convert_to_tensor(self._state)
+        first = tf.where(state[0] == 0, step, state[1])
+        self._state.assign(tf.stack([state[0] + 1, first, step]))
+
+    def read(self):
+        """Returns `(count, first, last)` as Python ints (first and last
+        are 0 while count is 0)."""
+        count, first, last = (int(v) for v in self._state.numpy())
+        return count, first, last
+
+    def reset(self):
+        """Starts the count again from zero."""
+        self._state.assign(tf.zeros([3], tf.int64))
