@@ -1,6 +1,7 @@
 """`Checkpoints`: save on intervals, restore the latest at train begin."""
 
 import logging
+import math
 import os
 import shutil
 
@@ -40,8 +41,10 @@ class Checkpoints(StepCallback):
       rerun continues where the last one stopped. A newest checkpoint that
       cannot be read (truncated) is skipped, with a warning, for the one
       before it;
-    - never writes a state with a non-finite variable: a step whose loss
-      was not finite and was applied leaves no checkpoint behind;
+    - never writes a state with a non-finite variable, nor one after a
+      step with a non-finite loss was applied (a model without
+      keras_slim's gate: no save while Keras's loss of the epoch is not
+      finite), whatever the order of the callbacks;
     - only the chief writes. Other workers of a `MultiWorkerMirroredStrategy`
       save into a sibling temporary directory (`<directory>_workertemp_<task
       id>`) that is deleted at once, the pattern of TensorFlow's
@@ -124,6 +127,7 @@ class Checkpoints(StepCallback):
         self._manager = None
         self._lock = None
         self._agree = bool
+        self._loss_finite = True
 
     def step_multiples(self, model):
         # The step of the checkpoint a restore will start from, too, so
@@ -141,6 +145,7 @@ class Checkpoints(StepCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
+        self._loss_finite = True
         strategy = self.model.distribute_strategy
         self._chief = self.run.is_chief
         write_dir = (
@@ -284,6 +289,11 @@ class Checkpoints(StepCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
+        # Keras's mean loss of the epoch so far: not finite once a step
+        # with a non-finite loss was applied (a model without keras_slim's
+        # gate); the gate's skipped steps do not count in it.
+        loss = (logs or {}).get("loss")
+        self._loss_finite = loss is None or math.isfinite(float(loss))
         if self._trigger.enabled and self._trigger(self.counter.step):
             self.save()
         if self._agree(self.run.stop_signal is not None):
@@ -339,6 +349,14 @@ class Checkpoints(StepCallback):
             non-finite state, or a worker that is not the chief).
         """
         step = self.counter.sync()
+        if not self._loss_finite:
+            logger.warning(
+                "Not saving a checkpoint at global step %d: a step with a "
+                "non-finite loss was applied in this epoch (the model has "
+                "no update gate; a keras_slim.SlimModel skips such steps).",
+                step,
+            )
+            return None
         if not checkpoints_lib.all_finite(self.model):
             logger.warning(
                 "Not saving a checkpoint at global step %d: a variable is "
