@@ -50,6 +50,41 @@ def _job_name(name, value):
 MAX_CPU_CLONES = 64
 
 
+def read_tf_config():
+    """The `TF_CONFIG` environment variable, parsed.
+
+    Returns:
+        The dict it holds (`{}` when it is not set or empty).
+
+    Raises:
+        ValueError: naming `TF_CONFIG`, its value and the parse error, when
+            it is not a JSON object.
+
+    Example:
+    ```python
+    task = read_tf_config().get("task", {}).get("index", 0)
+    ```
+    """
+    text = os.environ.get("TF_CONFIG", "")
+    if not text.strip():
+        return {}
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"The TF_CONFIG environment variable is not valid JSON ({error}). "
+            f"Received: TF_CONFIG={text!r}. Expected a JSON object such as "
+            '\'{"cluster": {"worker": ["host:port", ...]}, "task": {"type": '
+            '"worker", "index": 0}}\'.'
+        ) from None
+    if not isinstance(config, dict):
+        raise ValueError(
+            "The TF_CONFIG environment variable must hold a JSON object with "
+            f'"cluster" and "task". Received: TF_CONFIG={text!r}.'
+        )
+    return config
+
+
 def mirrored_strategy(devices):
     """The process's `MirroredStrategy` over `devices`, made once.
 
@@ -218,6 +253,7 @@ class DeploymentConfig:
             "parameter_server",
             "multi_worker",
         ):
+            read_tf_config()  # a clear error for a malformed one
             self._resolver = (
                 tf.distribute.cluster_resolver.TFConfigClusterResolver()
             )

@@ -14,10 +14,14 @@ the order TF-Slim used, after the gradients were summed across replicas:
 
 Patterns are Python regular expressions matched with `re.match` against a
 variable's path (`"fc1/kernel"`). They are resolved once per model into a
-`PolicyPlan`, which the train step applies.
+`PolicyPlan`, which the train step applies. An empty pattern `""` is
+ignored, with a warning, as TF-Slim's and object_detection's regex
+functions (`keras_slim.gradients`) ignore it: it would otherwise match
+every variable.
 """
 
 import dataclasses
+import logging
 import math
 import numbers
 import re
@@ -28,6 +32,8 @@ from keras_slim import gradients as gradients_lib
 from keras_slim._validation import invalid
 
 __all__ = ["GradientPolicy", "PolicyPlan"]
+
+logger = logging.getLogger("keras_slim")
 
 
 def _check_pattern(name, pattern):
@@ -43,6 +49,14 @@ def _check_pattern(name, pattern):
     return pattern
 
 
+def _ignore_empty(name):
+    logger.warning(
+        "GradientPolicy ignores the empty pattern in `%s`, as TF-Slim's "
+        "regex functions do (it would match every variable).",
+        name,
+    )
+
+
 def _check_patterns(name, value):
     if value is None:
         return None
@@ -50,7 +64,10 @@ def _check_patterns(name, value):
         value = [value]
     if not isinstance(value, (list, tuple)):
         raise invalid(name, value, "a list of regular expression strings")
-    return tuple(_check_pattern(name, p) for p in value)
+    patterns = tuple(_check_pattern(name, p) for p in value)
+    if "" in patterns:
+        _ignore_empty(name)
+    return tuple(p for p in patterns if p)
 
 
 def _is_number(value):
@@ -73,6 +90,9 @@ def _check_multipliers(value):
                 f"for {pattern!r} must be a finite number. Received: "
                 f"{multiplier!r}."
             )
+        if pattern == "":
+            _ignore_empty("multipliers")
+            continue
         checked[pattern] = float(multiplier)
     return checked
 
@@ -148,7 +168,8 @@ class GradientPolicy:
             multiplied; when several patterns match, their multipliers
             multiply (TF-Slim's `gradient_multipliers`).
             Defaults to `None`.
-        freeze: List of patterns. Matching variables are not updated at all:
+        freeze: List of patterns (an empty one is ignored, as in
+            TF-Slim). Matching variables are not updated at all:
             no gradient, no weight decay, no momentum; they stay bitwise
             unchanged (object_detection's `freeze_gradients_matching_regex`).
             Defaults to `None`.

@@ -21,8 +21,8 @@ Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
 
 import argparse
-import json
 import logging
+import math
 import os
 import re
 import sys
@@ -36,9 +36,11 @@ import keras_slim  # noqa: E402
 from keras_slim import _checkpoint_readers  # noqa: E402
 from keras_slim import _configure  # noqa: E402
 from keras_slim import _digits  # noqa: E402
+from keras_slim import _validation  # noqa: E402
 from keras_slim.callbacks import StepCallback  # noqa: E402
 from keras_slim.callbacks import WarmStart  # noqa: E402
 from keras_slim.callbacks._files import check_writable  # noqa: E402
+from keras_slim.deployment import read_tf_config  # noqa: E402
 from keras_slim.errors import PREEMPTED_EXIT_CODE  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
@@ -58,22 +60,29 @@ def _non_negative_int(text):
     return value
 
 
-def _positive_float(text):
+def _finite_float(text):
     value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number: {text}")
+    return value
+
+
+def _positive_float(text):
+    value = _finite_float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
     return value
 
 
 def _fraction(text):
-    value = float(text)
+    value = _finite_float(text)
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1): {text}")
     return value
 
 
 def _non_negative_float(text):
-    value = float(text)
+    value = _finite_float(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
     return value
@@ -104,6 +113,13 @@ def _multipliers(text):
         if not sep or not pattern:
             raise argparse.ArgumentTypeError(
                 f"expected pattern=value, got {item!r}"
+            )
+        if not math.isfinite(multipliers[pattern]):
+            # As GradientPolicy: NaN and inf are errors, negatives follow
+            # TF-Slim (allowed).
+            raise argparse.ArgumentTypeError(
+                f"the multiplier of {pattern!r} must be a finite number, "
+                f"got {value!r}"
             )
     return multipliers
 
@@ -186,18 +202,24 @@ def parser():
     return p
 
 
-def _task_from_tf_config():
+def _task_from_tf_config(p):
     try:
-        config = json.loads(os.environ.get("TF_CONFIG", "{}"))
-        return int(config.get("task", {}).get("index", 0))
-    except (ValueError, TypeError, AttributeError):
-        return 0
+        task = read_tf_config().get("task", {})
+    except ValueError as error:
+        p.error(str(error))
+    index = task.get("index", 0) if isinstance(task, dict) else None
+    if not _validation.is_int(index) or index < 0:
+        p.error(
+            "TF_CONFIG's task index must be a non-negative integer. "
+            f"Received: {task!r}"
+        )
+    return index
 
 
 def _check(p, flags):
     """Checks across flags, and paths, before TensorFlow starts."""
     if flags.task is None:
-        flags.task = 0 if flags.num_ps_tasks else _task_from_tf_config()
+        flags.task = 0 if flags.num_ps_tasks else _task_from_tf_config(p)
 
     if flags.num_ps_tasks and flags.worker_replicas > 1:
         p.error(

@@ -117,6 +117,14 @@ def test_bad_arguments(kwargs, message):
         DeploymentConfig(**kwargs)
 
 
+@pytest.mark.parametrize("value", ["{bad json", '"a string"'])
+def test_a_malformed_tf_config_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(ValueError, match="TF_CONFIG") as info:
+        DeploymentConfig(num_replicas=2).strategy()
+    assert repr(value) in str(info.value)
+
+
 def test_replicas_need_a_cluster(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(ValueError, match="TF_CONFIG is not set"):

@@ -1,5 +1,6 @@
 """GradientPolicy: validation, serialization, resolution, describe, apply."""
 
+import logging
 import re
 
 import keras
@@ -8,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
+from keras_slim import gradients
 from keras_slim.policy import PolicyPlan
 from tests.helpers import classification_data
 from tests.helpers import compile_model
@@ -208,3 +210,24 @@ def test_policy_update_is_clip_of_multiply_from_gradients(clip, seed):
         )
         if multipliers[path] == 0.0:
             np.testing.assert_array_equal(variable.numpy(), start)
+
+
+def test_an_empty_pattern_is_ignored_as_in_tf_slim(caplog):
+    # One meaning across GradientPolicy and keras_slim.gradients.
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    policy = keras_slim.GradientPolicy(
+        freeze=["", "fc1/kernel"], multipliers={"": 3.0, "logits/.*": 2.0}
+    )
+    assert policy.freeze == ("fc1/kernel",)
+    assert policy.multipliers == {"logits/.*": 2.0}
+    assert "ignores the empty pattern in `freeze`" in caplog.text
+    assert "ignores the empty pattern in `multipliers`" in caplog.text
+    model = mlp(policy)
+    plan = policy.resolve(model)
+    paths = [v.path for v in plan.variables]
+    assert paths == ["fc1/bias", "logits/kernel", "logits/bias"]
+    assert plan.multipliers == (None, 2.0, 2.0)
+    # keras_slim.gradients does the same with the same patterns.
+    pairs = [(tf.ones_like(v), v) for v in model.trainable_variables]
+    kept = gradients.freeze_gradients_matching_regex(pairs, ["", "fc1/kernel"])
+    assert [v.path for _, v in kept] == paths

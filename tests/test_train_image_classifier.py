@@ -99,6 +99,26 @@ def test_policy_and_scope_flags_parse():
         (["--gradient_multipliers", "logits"], "argument --gradient_mult"),
         (["--labels", "3-11"], "argument --labels: digits must be 0-9"),
         (["--momentum", "1.5"], "argument --momentum: must be in [0, 1)"),
+        (
+            ["--learning_rate", "inf"],
+            "argument --learning_rate: must be a finite number: inf",
+        ),
+        (
+            ["--learning_rate", "nan"],
+            "argument --learning_rate: must be a finite number: nan",
+        ),
+        (
+            ["--learning_rate", "-0.1"],
+            "argument --learning_rate: must be a positive number: -0.1",
+        ),
+        (
+            ["--gradient_multipliers", "logits/.*=nan"],
+            "the multiplier of 'logits/.*' must be a finite number",
+        ),
+        (
+            ["--gradient_multipliers", "conv1/.*=inf"],
+            "the multiplier of 'conv1/.*' must be a finite number",
+        ),
         (["--task", "1"], "argument --task: 1 is not below"),
         (
             ["--checkpoint_path", "/no/such/ckpt"],
@@ -327,3 +347,29 @@ def test_on_a_local_cluster(tmp_path, cluster_flags, train_flags, strategy):
     assert result.stdout.count("held-out accuracy") == 1
     assert accuracy(result.stdout.replace("[worker 0] ", "")) >= 0.9
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-200")
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("{bad", "The TF_CONFIG environment variable is not valid JSON"),
+        ("[1, 2]", "must hold a JSON object"),
+        ('{"task": {"index": -1}}', "task index must be a non-negative"),
+    ],
+)
+def test_a_malformed_tf_config_exits_2_naming_it(
+    value, message, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--train_dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.glob("model.ckpt*"))
+
+
+def test_negative_multipliers_are_accepted_as_in_tf_slim():
+    flags = cli.parser().parse_args(
+        ["--gradient_multipliers", "logits/.*=-0.5,conv1/.*=0"]
+    )
+    assert flags.gradient_multipliers == {"logits/.*": -0.5, "conv1/.*": 0.0}
