@@ -14,6 +14,7 @@ import time
 import warnings
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_slim import _run
@@ -54,6 +55,8 @@ class _LastStepLoss(StepCallback):
         self._number_of_steps = number_of_steps
         self._length = length
         self.loss = None
+        #: Calls of the train function that ended in this run.
+        self.batches = 0
 
     def step_multiples(self, model):
         # The loss of the last step, not of the last call's steps: a model
@@ -77,6 +80,7 @@ class _LastStepLoss(StepCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
+        self.batches += 1
         if self._step_loss.marked:
             loss, _ = self._step_loss.since_mark()
             if loss is not None:
@@ -149,6 +153,12 @@ def _warm_start(value):
 def _dataset(data, batch_size, repeat):
     if isinstance(data, tf.data.Dataset):
         _validation.no_batch_size_for_dataset(batch_size)
+        if int(data.cardinality().numpy()) == 0:
+            raise ValueError(
+                "`data` yields no batch: the dataset is empty (its "
+                "cardinality is 0), so there is nothing to train on. "
+                f"Received: data={data!r}"
+            )
         return data
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise _validation.invalid(
@@ -157,6 +167,7 @@ def _dataset(data, batch_size, repeat):
             "a tf.data.Dataset of (x, y) batches, or a tuple (x, y) of "
             "arrays with `batch_size`",
         )
+    _check_arrays(*data)
     batch_size = _validation.positive_int_or_none("batch_size", batch_size)
     if batch_size is None:
         raise ValueError(
@@ -166,6 +177,71 @@ def _dataset(data, batch_size, repeat):
     dataset = tf.data.Dataset.from_tensor_slices(tuple(data))
     dataset = dataset.batch(batch_size)
     return dataset.repeat() if repeat else dataset
+
+
+def _check_arrays(x, y):
+    """x and y: as many examples each, at least one."""
+    lengths = {}
+    for name, value in (("x", x), ("y", y)):
+        leaves = tf.nest.flatten(value)
+        sizes = {
+            int(np.shape(leaf)[0]) if np.ndim(leaf) else 1 for leaf in leaves
+        }
+        if len(sizes) != 1:
+            raise ValueError(
+                f"The arrays of `{name}` differ in length: {sorted(sizes)} "
+                "examples. Each array of x and y needs one row per example."
+            )
+        lengths[name] = sizes.pop()
+    if lengths["x"] != lengths["y"]:
+        raise ValueError(
+            "x and y differ in length: x has "
+            f"{lengths['x']} examples, y has {lengths['y']}. Each example "
+            "needs its target."
+        )
+    if lengths["x"] == 0:
+        raise ValueError(
+            "`data` yields no batch: x and y have 0 examples, so there is "
+            "nothing to train on."
+        )
+
+
+def _check_input_dtypes(model, dataset):
+    """Text fed to a model whose inputs take numbers: an error naming both
+    dtypes, before TensorFlow's graph error."""
+    inputs = getattr(model, "inputs", None)
+    spec = dataset.element_spec
+    if not inputs or not isinstance(spec, tuple) or not spec:
+        return
+    fed = tf.nest.flatten(spec[0])
+    if len(fed) != len(inputs):
+        return
+    for tensor, given in zip(inputs, fed):
+        wanted = tf.as_dtype(keras.backend.standardize_dtype(tensor.dtype))
+        if given.dtype == tf.string and wanted != tf.string:
+            raise ValueError(
+                f"x holds strings (dtype {given.dtype.name}), but the "
+                f"model's input {tensor.name!r} takes {wanted.name}. Convert "
+                "the features to numbers first (or start the model with a "
+                "layer that takes text, such as TextVectorization)."
+            )
+
+
+def _check_learning_rate(optimizer):
+    """A learning rate that is not a finite number, or a constant one that
+    is not positive, fails before the first step."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    configured = inner.get_config().get("learning_rate")
+    try:
+        value = float(keras.ops.convert_to_numpy(inner.learning_rate))
+    except (TypeError, ValueError):
+        return
+    constant = isinstance(configured, (int, float))
+    if not math.isfinite(value) or (constant and value <= 0):
+        raise ValueError(
+            "The optimizer's learning rate must be a positive finite number. "
+            f"Received: learning_rate={value} ({type(inner).__name__})."
+        )
 
 
 def _known_length(dataset):
@@ -308,6 +384,7 @@ def train(
             "The model is not compiled. Call `model.compile(optimizer, "
             "loss)` before keras_slim.train."
         )
+    _check_learning_rate(model.optimizer)
     strategy = model.distribute_strategy
     if startup_delay_steps > 0 and _strategy.is_multi_worker(strategy):
         raise ValueError(
@@ -334,6 +411,7 @@ def train(
         dataset = data if callable(data) else _dataset(data, batch_size, True)
     else:
         dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
+        _check_input_dtypes(model, dataset)
 
     # StopAtStep first: a run already at `number_of_steps` is stopped
     # before the other services act on its (empty) first batch.
@@ -391,4 +469,12 @@ def train(
                 callbacks=services + list(callbacks or []),
                 **fit_args,
             )
+    step = global_step(model)
+    if last_loss.batches == 0 and (
+        number_of_steps is None or step < number_of_steps
+    ):
+        raise ValueError(
+            "`data` yielded no batch, so no step ran (global step "
+            f"{step}) and no checkpoint was written. Received: data={data!r}"
+        )
     return last_loss.loss

@@ -6,6 +6,7 @@ features whose position depends on the label; a 1-unit sigmoid Dense
 with learning rate 1.0. The thresholds are TF-Slim's.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -558,3 +559,128 @@ def test_train_writes_summaries_on_steps(tmp_path):
     events = read_events(tmp_path)
     assert sorted(events["loss"]) == [2, 4, 6]
     assert {"loss", "learning_rate", "global_step/sec"} <= set(events)
+
+
+NAN_FOREVER = textwrap.dedent(
+    """
+    import json, os, sys
+    import keras, numpy as np, tensorflow as tf
+    import keras_slim
+
+    logdir, steps_per_execution = sys.argv[1], sys.argv[2]
+    x = np.ones((16, 4), "float32")
+    good = (x, np.zeros((16, 1), "float32"))
+    bad = (x * np.inf, np.zeros((16, 1), "float32"))
+    # Three finite batches, then a loss that is inf for good.
+    data = (
+        tf.data.Dataset.from_tensors(good)
+        .repeat(3)
+        .concatenate(tf.data.Dataset.from_tensors(bad).repeat())
+    )
+    results = {}
+    for target in (20, 50, 100):
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((4,))
+        model = keras_slim.SlimModel(inputs, keras.layers.Dense(1)(inputs))
+        model.compile(
+            optimizer="sgd",
+            loss="mse",
+            steps_per_execution=(
+                "auto" if steps_per_execution == "auto"
+                else int(steps_per_execution)
+            ),
+        )
+        directory = os.path.join(logdir, str(target))
+        keras_slim.train(
+            model,
+            data,
+            logdir=directory,
+            number_of_steps=target,
+            fail_on_nan_loss=False,
+            save_interval_steps=5,
+            log_every_n_steps=None,
+            save_summaries_secs=None,
+        )
+        results[target] = {
+            "step": int(model.optimizer.iterations.numpy()),
+            "checkpoints": sorted(
+                int(f[len("model.ckpt-"):-len(".index")])
+                for f in os.listdir(directory) if f.endswith(".index")
+            ),
+        }
+    print(json.dumps(results))
+    """
+)
+
+
+@pytest.mark.parametrize("steps_per_execution", ["auto", "1"])
+def test_a_loss_that_stays_inf_ends_at_number_of_steps(
+    tmp_path, steps_per_execution
+):
+    # In a subprocess: before skipped steps counted, this hung (one step)
+    # or overshot (auto: 36, 68, 113 for 20, 50, 100).
+    run = subprocess.run(
+        [sys.executable, "-c", NAN_FOREVER, str(tmp_path), steps_per_execution],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout.splitlines()[-1])
+    for target, result in results.items():
+        target = int(target)
+        assert result["step"] == target
+        # The newest five of the multiples of 5 (max_to_keep=5).
+        assert result["checkpoints"] == list(range(5, target + 1, 5))[-5:]
+    assert "skipped so far" in run.stderr
+
+
+def test_empty_data_is_an_error_before_any_file(tmp_path):
+    model = logistic_classifier()
+    empty = dataset().take(0)
+    logdir = tmp_path / "run"
+    with pytest.raises(ValueError, match="yields no batch: the dataset is"):
+        keras_slim.train(model, empty, logdir=str(logdir), number_of_steps=5)
+    x, y = slim_data()
+    with pytest.raises(ValueError, match="x and y have 0 examples"):
+        keras_slim.train(
+            model, (x[:0], y[:0]), logdir=str(logdir), batch_size=4
+        )
+    assert not logdir.exists()
+    # Of unknown length (a filter): found empty when it ends, with no
+    # step and no checkpoint written.
+    unknown = dataset(4).filter(lambda x, y: False)
+    with pytest.raises(ValueError, match="yielded no batch, so no step ran"):
+        keras_slim.train(model, unknown, logdir=str(logdir), **NO_SUMMARIES)
+    assert not list(logdir.glob("model.ckpt*"))
+    assert step(model) == 0
+
+
+def test_x_and_y_of_different_lengths_name_both(tmp_path):
+    x, y = np.zeros((64, 4), "float32"), np.zeros((60, 1), "float32")
+    with pytest.raises(ValueError, match="x has 64 examples, y has 60"):
+        keras_slim.train(
+            logistic_classifier(), (x, y), logdir=str(tmp_path), batch_size=8
+        )
+
+
+def test_text_for_a_numeric_input_names_the_dtypes(tmp_path):
+    x = np.array([["a", "b", "c", "d"]] * 8)
+    y = np.zeros((8, 1), "float32")
+    with pytest.raises(ValueError, match="x holds strings .dtype string.*"):
+        keras_slim.train(
+            logistic_classifier(), (x, y), logdir=str(tmp_path), batch_size=4
+        )
+    assert not list(tmp_path.glob("model.ckpt*"))
+
+
+@pytest.mark.parametrize("rate", [float("inf"), float("nan"), 0.0, -0.5])
+def test_a_bad_learning_rate_fails_before_the_first_step(tmp_path, rate):
+    model = logistic_classifier(learning_rate=rate)
+    with pytest.raises(ValueError, match=f"Received: learning_rate={rate}"):
+        keras_slim.train(
+            model, dataset(), logdir=str(tmp_path), number_of_steps=2
+        )
+    assert step(model) == 0
+    assert not list(tmp_path.glob("model.ckpt*"))

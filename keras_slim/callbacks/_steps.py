@@ -119,6 +119,7 @@ class StepLoss:
         self._tracker = _loss_tracker(model)
         self._mark = None
         self._recorded = False
+        self._skipping_from = None
         strategy = model.distribute_strategy
         self._local = strategy if _strategy.is_multi_worker(strategy) else None
 
@@ -152,6 +153,14 @@ class StepLoss:
             self._mark = self._RECORDED  # the call's records will tell
         else:
             self._mark = self._read()
+            run = _run.current(self._model)
+            # Where steps may be skipped, the step tells them from calls
+            # that ran no step (read only in that mode).
+            self._skipping_from = (
+                global_step(self._model)
+                if run is not None and not run.raise_on_nonfinite
+                else None
+            )
 
     @property
     def marked(self):
@@ -210,7 +219,11 @@ class StepLoss:
             # Keras reset its metrics (a new epoch) after the mark.
             return None, None
         if examples == 0:
-            # The steps counted no example: a SlimModel skipped them.
-            return math.nan, 0.0
+            # No example counted: steps a SlimModel skipped (they advanced
+            # the global step), or a call that ran no step.
+            skipped = self._skipping_from is not None and (
+                global_step(self._model) > self._skipping_from
+            )
+            return (math.nan, 0.0) if skipped else (None, None)
         # A non-finite total stays so for the epoch: inf - inf is nan.
         return (total - total0) / examples, examples

@@ -189,6 +189,7 @@ class Checkpoints(StepCallback):
         self.run.catch_signals()
         step = self.counter.sync()
         self._trigger.reset(step)
+        self._start_step = step
         self._saved_step = step if self.restored_path else None
 
     def _restore(self, data):
@@ -333,7 +334,11 @@ class Checkpoints(StepCallback):
             for variable, value in kept:
                 variable.assign(value)
         try:
-            if self.counter.sync() != self._saved_step or feed is not None:
+            step = self.counter.sync()
+            ran = step != self._start_step or self.restored_path is not None
+            # A fit that ran no step from scratch (empty data) leaves no
+            # untrained checkpoint behind.
+            if ran and (step != self._saved_step or feed is not None):
                 self.save()
         finally:
             for variable, value in averages if kept is not None else ():
