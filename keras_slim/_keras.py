@@ -149,6 +149,13 @@ def strategy_supports_no_merge_call():
     return tf.__internal__.distribute.strategy_supports_no_merge_call()
 
 
+def parameter_server_cluster(strategy):
+    """The cluster of a `ParameterServerStrategy`, as a dict of job names to
+    `host:port` lists (`strategy._cluster_resolver`: its public
+    `cluster_resolver` property is `None`)."""
+    return strategy._cluster_resolver.cluster_spec().as_dict()
+
+
 def make_assign_add_atomic(variable):
     """Makes `variable.assign_add` / `assign_sub` single TensorFlow ops.
 

@@ -56,6 +56,10 @@ def test_private_names_exist():
     lso.build(model.trainable_variables)
     assert lso.inner_optimizer is not None
     assert float(lso.dynamic_scale.numpy()) > 0
+    # parameter_server_cluster: the attribute is set in __init__ (run end
+    # to end by test_parameter_server.py's lost-workers test).
+    source = inspect.getsource(tf.distribute.ParameterServerStrategy.__init__)
+    assert "self._cluster_resolver = cluster_resolver" in source
 
 
 def test_keras_functional_injection_rewrites_bases():

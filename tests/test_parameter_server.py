@@ -11,17 +11,19 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import keras
 import pytest
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim._fit import parameter_server
 
 SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
 
 
-def run(tmp_path, name, *flags, logdir=None):
+def run(tmp_path, name, *flags, logdir=None, env=None):
     out = tmp_path / f"{name}.json"
     logdir = logdir or tmp_path / f"{name}_logdir"
     process = subprocess.run(
@@ -29,7 +31,7 @@ def run(tmp_path, name, *flags, logdir=None):
         capture_output=True,
         text=True,
         timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})),
     )
     assert process.returncode == 0, process.stderr[-4000:]
     with open(out) as f:
@@ -104,6 +106,59 @@ def test_a_lost_worker_does_not_stop_training(tmp_path):
     # applied count twice, at most one call's worth (4 steps).
     assert 320 <= result["iterations"] <= 320 + 4
     assert result["history"]["loss"][1] < result["history"]["loss"][0]
+
+
+def test_every_worker_lost_is_an_error_after_the_bound(tmp_path):
+    # TensorFlow's coordinator would wait an hour for them; keras_slim's
+    # waits fail after KERAS_SLIM_WORKER_TIMEOUT_SECS (here 3 s).
+    started = time.monotonic()
+    result, _ = run(
+        tmp_path,
+        "kill_all",
+        "--kill-all-workers-at",
+        "20",
+        env={parameter_server.WORKER_TIMEOUT_ENV: "3"},
+    )
+    assert time.monotonic() - started < 120
+    assert "No worker has been reachable for 3 s" in result["error"]
+    assert "lost workers ['127.0.0.1:" in result["error"]
+    assert parameter_server.WORKER_TIMEOUT_ENV in result["error"]
+
+
+class FakeWorkers:
+    def __init__(self):
+        self.now, self.up = 0.0, {"a:1": True, "b:2": True}
+
+    def clock(self):
+        return self.now
+
+    def probe(self, address):
+        return self.up[address]
+
+
+def test_worker_watch_bounds_the_wait_when_all_are_lost():
+    fake = FakeWorkers()
+    watch = parameter_server.WorkerWatch(
+        ["a:1", "b:2"], 10, probe=fake.probe, clock=fake.clock
+    )
+    watch.check()
+    fake.up["a:1"] = False
+    fake.now = 30.0
+    watch.check()  # b answers: training goes on
+    fake.up["b:2"] = False
+    for now in (31.0, 35.0, 40.0):
+        fake.now = now
+        watch.check()  # not yet 10 s without any
+    fake.now = 41.0  # the next probe, 11 s after the last answer
+    with pytest.raises(RuntimeError, match=r"for 10 s: lost workers \['a:1'"):
+        watch.check()
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])
+def test_a_bad_worker_timeout_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv(parameter_server.WORKER_TIMEOUT_ENV, value)
+    with pytest.raises(ValueError, match="KERAS_SLIM_WORKER_TIMEOUT_SECS"):
+        parameter_server.worker_timeout_secs()
 
 
 def test_a_lost_ps_is_an_error_and_a_rerun_resumes(tmp_path):

@@ -21,11 +21,20 @@ ClusterCoordinator`:
   already applied count twice: at most `steps_per_execution` per loss;
 - callbacks run on the coordinator; one that reads the global step or the
   loss first waits for the steps in flight (`Run.settle`); `history`
-  holds the metrics read after each epoch's `join`.
+  holds the metrics read after each epoch's `join`;
+- the coordinator waits for lost workers to come back (up to an hour, in
+  TensorFlow), so its `join` hangs when every worker is gone. keras_slim's
+  waits poll instead (`WorkerWatch`): when no worker has answered a TCP
+  connection for `KERAS_SLIM_WORKER_TIMEOUT_SECS` seconds (default 300),
+  `fit` fails with an error naming the lost workers.
 """
 
 import contextlib
 import inspect
+import math
+import os
+import socket
+import time
 import weakref
 
 import keras
@@ -36,6 +45,132 @@ from keras_slim import _validation
 from keras_slim._fit import loops
 
 _COORDINATORS = weakref.WeakKeyDictionary()
+
+#: The environment variable that sets how long `fit` waits, with no worker
+#: reachable, before it fails.
+WORKER_TIMEOUT_ENV = "KERAS_SLIM_WORKER_TIMEOUT_SECS"
+DEFAULT_WORKER_TIMEOUT_SECS = 300.0
+
+
+def worker_timeout_secs():
+    """The bound on waiting for lost workers, from `WORKER_TIMEOUT_ENV`.
+
+    Returns:
+        A positive float: seconds.
+
+    Raises:
+        ValueError: naming the variable when it is not a positive number.
+    """
+    text = os.environ.get(WORKER_TIMEOUT_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_WORKER_TIMEOUT_SECS
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{WORKER_TIMEOUT_ENV} must be a positive number of seconds. "
+            f"Received: {WORKER_TIMEOUT_ENV}={text!r}"
+        )
+    return value
+
+
+def _answers(address, timeout=0.5):
+    """Whether a TCP connection to `host:port` succeeds."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+class WorkerWatch:
+    """Fails a wait when no worker has been reachable for `timeout` s.
+
+    Args:
+        workers: The workers' `host:port` addresses.
+        timeout: Positive number: seconds with no worker reachable before
+            `check` raises.
+        probe_secs: Seconds between two probes.
+            Defaults to `1.0`.
+        probe: For tests: a function of an address returning whether it
+            answers. Defaults to a TCP connection attempt.
+        clock: For tests: a function returning seconds.
+            Defaults to `time.monotonic`.
+
+    Example:
+    ```python
+    watch = WorkerWatch(["127.0.0.1:2222"], timeout=300)
+    while not coord.done():
+        watch.check()  # raises RuntimeError naming the lost workers
+        time.sleep(0.002)
+    ```
+    """
+
+    def __init__(
+        self,
+        workers,
+        timeout,
+        *,
+        probe_secs=1.0,
+        probe=_answers,
+        clock=time.monotonic,
+    ):
+        self._workers = list(workers)
+        self._timeout = timeout
+        self._probe_secs = probe_secs
+        self._probe = probe
+        self._clock = clock
+        self._reachable_at = clock()
+        self._probed_at = -math.inf
+
+    @classmethod
+    def of(cls, strategy):
+        """The watch of a `ParameterServerStrategy`'s workers."""
+        workers = _keras.parameter_server_cluster(strategy).get("worker", [])
+        if isinstance(workers, dict):
+            workers = list(workers.values())
+        return cls(workers, worker_timeout_secs())
+
+    def check(self):
+        """Probes the workers when due; raises when none answered for
+        longer than the timeout.
+
+        Raises:
+            RuntimeError: naming the lost workers and the timeout.
+        """
+        now = self._clock()
+        if now - self._probed_at < self._probe_secs:
+            return
+        self._probed_at = now
+        if any(self._probe(address) for address in self._workers):
+            self._reachable_at = now
+            return
+        if now - self._reachable_at > self._timeout:
+            raise RuntimeError(
+                f"No worker has been reachable for {self._timeout:g} s: "
+                f"lost workers {self._workers}. Training cannot go on "
+                "without workers. Restart them (the coordinator takes them "
+                "back while it waits), or rerun: a run with "
+                "keras_slim.callbacks.Checkpoints resumes from the latest "
+                f"checkpoint. The bound is {WORKER_TIMEOUT_ENV} (seconds)."
+            )
+
+
+def watched_join(coord, watch, poll_secs=0.002):
+    """`coord.join()`, bounded by `watch` when every worker is lost.
+
+    Args:
+        coord: A `ClusterCoordinator`.
+        watch: A `WorkerWatch`.
+        poll_secs: Seconds between two looks at `coord.done()`.
+            Defaults to `0.002`.
+    """
+    while not coord.done():
+        watch.check()
+        time.sleep(poll_secs)
 
 
 def coordinator(strategy):
@@ -178,7 +313,8 @@ def fit(
     coord = coordinator(strategy)
     iterator = iter(coord.create_per_worker_dataset(dataset_fn))
     step_function = loops.scheduled_steps_function(model)
-    join = translate_error(coord.join)
+    watch = WorkerWatch.of(strategy)
+    join = translate_error(lambda: watched_join(coord, watch))
     schedule = translate_error(coord.schedule)
 
     callback_list = keras.callbacks.CallbackList(

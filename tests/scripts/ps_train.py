@@ -1,7 +1,8 @@
 """SlimModel.fit as the coordinator of a local parameter-server cluster.
 
 Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
-       [--kill-worker-at N] [--kill-ps-at N] [--steps-per-execution N]
+       [--kill-worker-at N] [--kill-ps-at N] [--kill-all-workers-at N]
+       [--steps-per-execution N]
 
 Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
 in their own processes), trains a SlimModel with a gradient policy, and
@@ -29,6 +30,7 @@ parser.add_argument("--steps", type=int, default=160)
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill-worker-at", type=int)
 parser.add_argument("--kill-ps-at", type=int)
+parser.add_argument("--kill-all-workers-at", type=int)
 parser.add_argument("--steps-per-execution", type=int, default=1)
 parser.add_argument("--train", action="store_true", help="keras_slim.train")
 args = parser.parse_args()
@@ -55,6 +57,9 @@ class Kill(keras.callbacks.Callback):
             self.cluster.kill("worker", 1)
         if self.batches == args.kill_ps_at:
             self.cluster.kill("ps", 1)
+        if self.batches == args.kill_all_workers_at:
+            self.cluster.kill("worker", 0)
+            self.cluster.kill("worker", 1)
 
 
 result = {}
