@@ -118,50 +118,41 @@ def sum_across_replicas(grads, loss=None):
     return [None if g is None else next(reduced) for g in grads], summed_loss
 
 
-def numeric_check(loss, grads, *, gradients=True):
+def numeric_check(loss, squares=None):
     """The step's gate: whether the loss and the gradients are finite.
 
     Computed once per step, on values already summed across replicas, so
     every replica reaches the same verdict. The gradients are checked
-    through their global norm (in float32): one reduction per gradient and
-    one sum. A norm beyond float32's range (gradients of about 1e19)
-    counts as not finite.
+    through their squared norms (`keras_slim.gradients.squared_norms`,
+    which the clip stage reuses): their sum is finite exactly when every
+    gradient is, up to float32's range (a global norm beyond about 1.8e19
+    counts as not finite).
 
     Args:
         loss: The scalar loss, summed across replicas.
-        grads: The summed gradients; `None` entries are ignored.
-        gradients: Whether to check the gradients too. Off under a
-            `LossScaleOptimizer`, which handles its own overflows.
-            Defaults to `True`.
+        squares: The float32 vector of the gradients' squared norms, or
+            `None` to check the loss only (under a `LossScaleOptimizer`,
+            which handles its own overflows).
+            Defaults to `None`.
 
     Returns:
         `(finite, error)`: a scalar boolean tensor, and the data of the
         assertion that reports a failure (`NONFINITE`, the loss and, when
-        checked, the global gradient norm).
+        checked, the squared global gradient norm).
 
     Example:
     ```python
-    finite, error = numeric_check(total_loss, grads)
+    squares = gradients.squared_norms(grads)
+    finite, error = numeric_check(total_loss, squares)
     apply_gradients(optimizer, grads, variables, finite, error)
     ```
     """
     finite = tf.math.is_finite(loss)
-    if not gradients:
+    if squares is None:
         return finite, [NONFINITE, loss]
-    values = [
-        g.values if isinstance(g, tf.IndexedSlices) else g
-        for g in grads
-        if g is not None
-    ]
-    squares = [tf.nn.l2_loss(tf.cast(v, "float32")) for v in values]
-    if not squares:
-        return finite, [NONFINITE, loss]
-    norm = tf.sqrt(2.0 * tf.add_n(squares))
-    return tf.logical_and(finite, tf.math.is_finite(norm)), [
-        NONFINITE,
-        loss,
-        norm,
-    ]
+    total = tf.reduce_sum(squares)
+    finite = tf.logical_and(finite, tf.math.is_finite(total))
+    return finite, [NONFINITE, loss, total]
 
 
 def apply_gradients(

@@ -24,6 +24,7 @@ import re
 import tensorflow as tf
 
 __all__ = [
+    "squared_norms",
     "clip_by_global_norm",
     "clip_gradient_norms",
     "freeze_gradients_matching_regex",
@@ -73,7 +74,32 @@ def _is_one(multiplier):
     return isinstance(multiplier, (int, float)) and multiplier == 1.0
 
 
-def _factors(values, multipliers, clip_norm, clip_global_norm, scale):
+def squared_norms(grads):
+    """The squared L2 norm of each gradient, as one float32 vector.
+
+    One `l2_loss` per gradient (`sum(v ** 2) / 2` in one kernel; the
+    values of an `IndexedSlices`) and one `stack`. The clip stage and the
+    numeric check of a step share one such vector.
+
+    Args:
+        grads: List of gradients (tensors or `IndexedSlices`), no `None`.
+
+    Returns:
+        A float32 vector, one entry per gradient.
+
+    Example:
+    ```python
+    squared_norms([tf.constant([3.0, 4.0])])  # [25.0]
+    ```
+    """
+    return 2.0 * tf.stack(
+        [tf.nn.l2_loss(tf.cast(_values(g), tf.float32)) for g in grads]
+    )
+
+
+def _factors(
+    values, multipliers, clip_norm, clip_global_norm, scale, squares=None
+):
     """One scalar factor (or `None` for 1) per gradient: multiply, clip."""
     threshold = clip_norm if clip_norm is not None else clip_global_norm
     if threshold is None or not values:
@@ -85,10 +111,8 @@ def _factors(values, multipliers, clip_norm, clip_global_norm, scale):
         m = tf.constant(multipliers, tf.float32)  # one constant, not N
     else:
         m = tf.stack([tf.cast(m, tf.float32) for m in multipliers])
-    # l2_loss is sum(v ** 2) / 2 in one kernel.
-    squares = 2.0 * tf.stack(
-        [tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values]
-    )
+    if squares is None:
+        squares = squared_norms(values)
     if clip_norm is not None:
         norms = tf.sqrt(squares) * tf.abs(m)
     else:
@@ -104,6 +128,7 @@ def multiply_and_clip(
     clip_norm=None,
     clip_global_norm=None,
     scale=None,
+    squares=None,
 ):
     """Multiplies gradients, then clips them, in one pass.
 
@@ -128,6 +153,10 @@ def multiply_and_clip(
         scale: Optional loss-scale factor the gradients still carry; the
             thresholds are scaled by it, which gives the same update as
             clipping the unscaled gradients. Defaults to `None`.
+        squares: Optional `squared_norms` of the gradients that are not
+            `None`, in order, already computed (by the step's numeric
+            check), so the clip does not compute them again. Defaults to
+            `None`.
 
     Returns:
         A new list of `(gradient, variable)` pairs.
@@ -159,6 +188,7 @@ def multiply_and_clip(
         clip_norm,
         clip_global_norm,
         scale,
+        squares,
     )
     for i, factor in zip(present, factors):
         if factor is not None:

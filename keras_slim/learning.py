@@ -329,9 +329,12 @@ def train(
         startup_delay_steps: A non-chief worker first waits until the global
             step reaches `min(startup_delay_steps, number_of_steps)`.
             Defaults to `0`.
-        fail_on_nan_loss: Whether a non-finite loss raises
-            `keras_slim.NanLossDuringTrainingError` (`NanLossGuard`); `False`
-            goes on training, a `SlimModel`'s numeric check included.
+        fail_on_nan_loss: Whether a non-finite loss (or, for a
+            `SlimModel`, gradient) raises
+            `keras_slim.NanLossDuringTrainingError` (`NanLossGuard`);
+            `False` goes on training: a `SlimModel` skips such a step,
+            which still advances the global step, and a warning counts
+            them.
             Defaults to `True`.
         callbacks: More Keras callbacks for `fit`.
             Defaults to `None`.
@@ -352,7 +355,11 @@ def train(
         ValueError: before any step, for an invalid argument; for
             checkpoint, summary or trace settings with `logdir=None`, as in
             TF-Slim; for `startup_delay_steps > 0` under a synchronous
-            multi-worker strategy; for a model that is not compiled.
+            multi-worker strategy; for a model that is not compiled; for
+            empty data, x and y of different lengths, text for a numeric
+            input, or a learning rate that is not finite (or, constant,
+            not positive). After `fit`, when data of unknown length
+            yielded no batch (no checkpoint is written).
         FileNotFoundError: before any step, for a `warm_start`
             checkpoint that does not exist.
         keras_slim.NanLossDuringTrainingError: for a non-finite loss, when

@@ -22,6 +22,7 @@ from keras_slim import _fit
 from keras_slim import _keras
 from keras_slim import _optimizer
 from keras_slim import _run
+from keras_slim import gradients as gradients_lib
 from keras_slim.policy import GradientPolicy
 
 __all__ = ["SlimModel", "wrap"]
@@ -51,7 +52,7 @@ class SlimModel(keras.Model):
             Defaults to `None`.
         gradient_policy: A `keras_slim.GradientPolicy`; `None` means the
             default policy (no multipliers, freezing or clipping; a
-            non-finite loss skips the step and raises
+            non-finite loss or gradient skips the step and raises
             `keras_slim.NanLossDuringTrainingError`).
             Defaults to `None`.
         **kwargs: Passed to `keras.Model`.
@@ -274,19 +275,22 @@ class SlimModel(keras.Model):
         grads, total_loss = _optimizer.sum_across_replicas(
             grads, loss if plan.check_numerics else None
         )
-        finite = error = None
+        finite = error = squares = None
         raise_on_nonfinite = run is None or run.raise_on_nonfinite
         if plan.check_numerics:
-            # Once, on the sum: the same verdict on every replica.
-            finite, error = _optimizer.numeric_check(
-                total_loss,
-                grads,
-                # A LossScaleOptimizer handles its own overflows.
-                gradients=not hasattr(self.optimizer, "inner_optimizer"),
-            )
+            # Once, on the sum: the same verdict on every replica. A
+            # LossScaleOptimizer handles its own gradient overflows.
+            present = [g for g in grads if g is not None]
+            if present and not hasattr(self.optimizer, "inner_optimizer"):
+                squares = gradients_lib.squared_norms(present)
+            finite, error = _optimizer.numeric_check(total_loss, squares)
             if not raise_on_nonfinite:
                 error = None
-        grads = plan.apply(grads, scale=_optimizer.loss_scale(self.optimizer))
+        grads = plan.apply(
+            grads,
+            scale=_optimizer.loss_scale(self.optimizer),
+            squares=squares,
+        )
         if run is not None and run.step_summaries is not None:
             run.step_summaries(self, x, grads, plan.variables)
         self._track_loss(loss, _batch_size(x), finite, raise_on_nonfinite)
@@ -299,8 +303,8 @@ class SlimModel(keras.Model):
     def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):
         """Reports the step's loss as the built-in train step does.
 
-        A step skipped for a non-finite loss (when the model does not
-        raise) does not count in the reported mean, as if it never ran.
+        A step skipped for a non-finite loss or gradient (when the model
+        does not raise) does not count in the reported mean.
         """
         loss = _keras.unscale_loss(loss)
         if finite is not None and not raise_on_nonfinite:

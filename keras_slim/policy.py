@@ -118,7 +118,8 @@ class PolicyPlan:
         multipliers: One float or `None` (no multiplication) per variable.
         clip_norm: Per-tensor clip threshold, or `None`.
         clip_global_norm: Global-norm clip threshold, or `None`.
-        check_numerics: Whether a non-finite loss skips the step.
+        check_numerics: Whether a non-finite loss or gradient skips the
+            step.
     """
 
     variables: tuple
@@ -127,7 +128,7 @@ class PolicyPlan:
     clip_global_norm: float = None
     check_numerics: bool = True
 
-    def apply(self, grads, scale=None):
+    def apply(self, grads, scale=None, squares=None):
         """Runs the `multiply` and `clip` stages on summed gradients.
 
         `keras_slim.gradients.multiply_and_clip`: both stages fold into one
@@ -139,6 +140,8 @@ class PolicyPlan:
             scale: Optional loss-scale factor the gradients still carry; the
                 clip thresholds are scaled by it, which gives the same update
                 as clipping the unscaled gradients.
+            squares: Optional `gradients.squared_norms` of the gradients
+                that are not `None`, already computed for the numeric check.
 
         Returns:
             The list of transformed gradients.
@@ -154,6 +157,7 @@ class PolicyPlan:
             clip_norm=self.clip_norm,
             clip_global_norm=self.clip_global_norm,
             scale=scale,
+            squares=squares,
         )
         return [grad for grad, _ in pairs]
 
@@ -184,8 +188,11 @@ class GradientPolicy:
             can be set.
             Defaults to `None`.
         check_numerics: Boolean. If `True` (the default), a step whose loss
-            is not finite changes no variable and training stops with
-            `keras_slim.NanLossDuringTrainingError`.
+            or global gradient norm (of the summed gradients) is not finite
+            changes no variable and training stops with
+            `keras_slim.NanLossDuringTrainingError` (with
+            `NanLossGuard(fail=False)`, the step is skipped and training
+            goes on).
             Defaults to `True`.
 
     Raises:

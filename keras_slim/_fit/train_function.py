@@ -59,13 +59,16 @@ def translate_nonfinite(function, optimizer):
             if match is None:
                 raise
             step = int(optimizer.iterations.numpy()) + 1
-            loss, norm = match.group(1), match.group(2)
+            loss, squares = match.group(1), match.group(2)
             loss_finite = math.isfinite(float(loss))
             raise NanLossDuringTrainingError(
                 step,
                 loss,
                 cause="loss" if not loss_finite else "gradient",
-                gradient_norm=None if norm is None else float(norm),
+                # The step reports the squared norm (no sqrt in the graph).
+                gradient_norm=None
+                if squares is None
+                else math.sqrt(float(squares)),
             ) from None
 
     return wrapped
