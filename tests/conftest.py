@@ -24,10 +24,9 @@ tf.config.set_logical_device_configuration(
 @pytest.fixture(scope="session")
 def mirrored():
     """One MirroredStrategy over the 4 logical CPUs, shared by all tests
-    and with `DeploymentConfig`, which keeps one per device set.
-
-    A second MirroredStrategy over the same devices in one process can
-    abort with 'Shape mismatch in the collective instance'.
+    and with `DeploymentConfig`, which keeps one per device set (reducing
+    on one device: TensorFlow's collectives on CPUs abort when a second
+    strategy joins a group of another size, or of another shape).
     """
     from keras_slim.deployment import mirrored_strategy
 

@@ -8,7 +8,6 @@ with learning rate 1.0. The thresholds are TF-Slim's.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -476,65 +475,6 @@ def test_startup_delay_under_sync_multi_worker_strategy(monkeypatch):
             number_of_steps=1,
             startup_delay_steps=1,
         )
-
-
-CHILD = textwrap.dedent(
-    """
-    import os, signal, sys
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    import keras, numpy as np, tensorflow as tf
-    import keras_slim
-
-    logdir, out, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    keras.utils.set_random_seed(0)
-    x = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
-    y = (x[:, :3].sum(axis=1) > 0).astype("float32")[:, None]
-    inputs = keras.Input((8,))
-    h = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
-    outputs = keras.layers.Dense(1, activation="sigmoid", name="fc2")(h)
-    model = keras_slim.SlimModel(inputs, outputs)
-    model.compile(optimizer=keras.optimizers.Adam(0.01),
-                  loss="binary_crossentropy")
-
-    class Kill(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            if int(self.model.optimizer.iterations.numpy()) == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    keras_slim.train(
-        model, tf.data.Dataset.from_tensors((x, y)).repeat(),
-        logdir=logdir, number_of_steps=60, save_interval_steps=10,
-        save_summaries_secs=None, callbacks=[Kill()],
-    )
-    np.savez(out, *model.get_weights())
-    """
-)
-
-
-def run_child(tmp_path, logdir, out, kill_at):
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    return subprocess.run(
-        [sys.executable, str(script), str(logdir), str(out), str(kill_at)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    )
-
-
-def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path):
-    killed = run_child(tmp_path, tmp_path / "run", tmp_path / "a.npz", 37)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("-30")
-    resumed = run_child(tmp_path, tmp_path / "run", tmp_path / "a.npz", -1)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    straight = run_child(tmp_path, tmp_path / "once", tmp_path / "b.npz", -1)
-    assert straight.returncode == 0, straight.stderr[-2000:]
-    a, b = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
-    for key in b.files:
-        np.testing.assert_array_equal(a[key], b[key])
-    assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("-60")
 
 
 def test_threads_are_not_left_behind():

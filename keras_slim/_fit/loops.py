@@ -15,7 +15,9 @@ Why not Keras's own loop, under `MirroredStrategy`: Keras 3.15 wraps each
 step's `strategy.run` in a `tf.cond` (`has_next`), and a step that makes a
 `merge_call` (every optimizer update does) fails with "You must feed a
 value for placeholder tensor 'while/cond/Placeholder'"
-(keras-team/keras#19246). Here the first step runs unconditionally and
+(keras-team/keras#19246) with the collective all-reduce TensorFlow uses by
+default (keras_slim's own CPU clones reduce on one device, where it
+happens to work; a user's strategy may not). Here the first step runs unconditionally and
 the others in a `tf.while_loop` whose condition, not a `cond`, checks for
 more data, as tf_keras did.
 
