@@ -9,6 +9,7 @@ replica's gradient before the sum, fails this comparison (shown last).
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_slim
 from tests.helpers import classification_data
@@ -157,3 +158,29 @@ def test_keras_optimizer_clipnorm_is_not_exact_under_mirrored(mirrored):
         model.fit(x, y, batch_size=64, epochs=3, shuffle=False, verbose=0)
         results.append(weights(model))
     assert max_abs_diff(*results) > 1e-3
+
+
+def test_a_nan_gradient_on_one_replica_is_skipped_on_all(mirrored):
+    """The gradient check runs on the sum: one replica's NaN gradient
+    (under a finite loss) skips the step on every replica, which still
+    counts it, as on one device."""
+    from keras_slim.callbacks import NanLossGuard
+    from tests.callbacks.test_nan_loss_guard import guarded_sqrt
+    from tests.callbacks.test_nan_loss_guard import nan_gradient_batches
+
+    x, y, bad = nan_gradient_batches()  # bad's first row: replica 0's
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.stack([x, bad, x]), np.stack([y] * 3))
+    )
+    with mirrored.scope():
+        model = guarded_sqrt(keras_slim.SlimModel)
+    model.fit(data, verbose=0, callbacks=[NanLossGuard(fail=False)])
+    reference = guarded_sqrt(keras_slim.SlimModel)
+    reference.fit(data, verbose=0, callbacks=[NanLossGuard(fail=False)])
+    assert int(model.optimizer.iterations.numpy()) == 3
+    assert int(reference.optimizer.iterations.numpy()) == 3
+    assert max_abs_diff(weights(model), weights(reference)) < 1e-5
+    for variable in model.weights:
+        replicas = variable.value.values
+        for replica in replicas[1:]:
+            np.testing.assert_array_equal(replica.numpy(), replicas[0].numpy())
