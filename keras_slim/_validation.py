@@ -3,6 +3,9 @@
 import numbers
 import os
 
+import numpy as np
+import tensorflow as tf
+
 
 def invalid(name, value, expected):
     """Returns the ValueError for a bad argument, in Keras's wording."""
@@ -67,3 +70,47 @@ def no_batch_size_for_dataset(batch_size):
             "`batch_size` is only for array data; a tf.data.Dataset is "
             f"already batched. Received: batch_size={batch_size!r}"
         )
+
+
+def _fed_dtypes(x):
+    """The dtypes of the features `x` feeds: of a dataset of `(x, y)`
+    batches, or of arrays; `None` where they are not known."""
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        features = spec[0] if isinstance(spec, tuple) and spec else spec
+        return [s.dtype for s in tf.nest.flatten(features)]
+    leaves = tf.nest.flatten(x)
+    if not leaves or not all(isinstance(v, np.ndarray) for v in leaves):
+        return None
+    return [
+        tf.string if v.dtype.kind in "USO" else tf.as_dtype(v.dtype)
+        for v in leaves
+    ]
+
+
+def numeric_inputs(model, x):
+    """Text fed to a model whose inputs take numbers: an error naming both
+    dtypes, before TensorFlow's graph error.
+
+    Args:
+        model: A Keras model (its `inputs`, where it has them).
+        x: The data given to `fit` or `train`: a `tf.data.Dataset` of
+            `(x, y)` batches, or arrays of features.
+
+    Raises:
+        ValueError: when `x` holds strings for an input that does not take
+            them.
+    """
+    inputs = getattr(model, "inputs", None)
+    fed = _fed_dtypes(x) if inputs else None
+    if not fed or len(fed) != len(inputs):
+        return
+    for tensor, given in zip(inputs, fed):
+        wanted = tf.as_dtype(str(tensor.dtype))
+        if given == tf.string and wanted != tf.string:
+            raise ValueError(
+                f"x holds strings (dtype {given.name}), but the model's "
+                f"input {tensor.name!r} takes {wanted.name}. Convert the "
+                "features to numbers first (or start the model with a layer "
+                "that takes text, such as TextVectorization)."
+            )

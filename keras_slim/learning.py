@@ -206,27 +206,6 @@ def _check_arrays(x, y):
         )
 
 
-def _check_input_dtypes(model, dataset):
-    """Text fed to a model whose inputs take numbers: an error naming both
-    dtypes, before TensorFlow's graph error."""
-    inputs = getattr(model, "inputs", None)
-    spec = dataset.element_spec
-    if not inputs or not isinstance(spec, tuple) or not spec:
-        return
-    fed = tf.nest.flatten(spec[0])
-    if len(fed) != len(inputs):
-        return
-    for tensor, given in zip(inputs, fed):
-        wanted = tf.as_dtype(keras.backend.standardize_dtype(tensor.dtype))
-        if given.dtype == tf.string and wanted != tf.string:
-            raise ValueError(
-                f"x holds strings (dtype {given.dtype.name}), but the "
-                f"model's input {tensor.name!r} takes {wanted.name}. Convert "
-                "the features to numbers first (or start the model with a "
-                "layer that takes text, such as TextVectorization)."
-            )
-
-
 def _check_learning_rate(optimizer):
     """A learning rate that is not a finite number, or a constant one that
     is not positive, fails before the first step."""
@@ -418,7 +397,7 @@ def train(
         dataset = data if callable(data) else _dataset(data, batch_size, True)
     else:
         dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
-        _check_input_dtypes(model, dataset)
+        _validation.numeric_inputs(model, dataset)
 
     # StopAtStep first: a run already at `number_of_steps` is stopped
     # before the other services act on its (empty) first batch.

@@ -21,6 +21,7 @@ A batch, from `fit` to `train_step`:
 from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import _strategy
+from keras_slim import _validation
 from keras_slim._fit import auto_steps
 from keras_slim._fit import feed as feed_lib
 from keras_slim._fit import multi_worker
@@ -54,9 +55,11 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
         The `History`.
 
     Raises:
-        ValueError: under `ParameterServerStrategy`, for `y` or arguments
-            its loop does not support.
+        ValueError: before any step, for text fed to a numeric input;
+            under `ParameterServerStrategy`, for `y` or arguments its loop
+            does not support.
     """
+    _validation.numeric_inputs(model, x)
     with _run.start(model) as run:
         run.records = None
         if _strategy.is_parameter_server(model.distribute_strategy):

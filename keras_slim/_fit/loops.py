@@ -17,9 +17,9 @@ step's `strategy.run` in a `tf.cond` (`has_next`), and a step that makes a
 value for placeholder tensor 'while/cond/Placeholder'"
 (keras-team/keras#19246) with the collective all-reduce TensorFlow uses by
 default (keras_slim's own CPU clones reduce on one device, where it
-happens to work; a user's strategy may not). Here the first step runs unconditionally and
-the others in a `tf.while_loop` whose condition, not a `cond`, checks for
-more data, as tf_keras did.
+happens to work; a user's strategy may not). Here the first step runs
+unconditionally and the others in a `tf.while_loop` whose condition, not
+a `cond`, checks for more data, as tf_keras did.
 
 Under `MultiWorkerMirroredStrategy` Keras reduces the step's scalar
 metric results with `strategy.reduce("MEAN", v, axis=0)`, which fails on
