@@ -70,6 +70,7 @@ class StopAgreement:
         self._clock = clock
         self._calls = 0
         self._since = None
+        self._timed = 0
         #: Calls between agreements once calibrated (1 before).
         self.every = 1
 
@@ -89,19 +90,23 @@ class StopAgreement:
             return bool(flag)
         now = self._clock()
         if self._since is None:
-            self._since = now  # the first call's time is not known
+            # Calls are timed from the end of the first one.
+            self._since, self._timed = now, 0
+        else:
+            self._timed += 1
         self._calls += 1
         if self._calls % self.every:
             return False
         calibrating = self.every == 1 and self._calls >= self._calibration_calls
-        elapsed = (now - self._since) / max(self._calls - 1, 1)
+        elapsed = (now - self._since) / self._timed if self._timed else 0.0
         sums, replicas = self._total([1.0 if flag else 0.0, elapsed])
         if calibrating:
             mean_call_secs = sums[1] / replicas
             self.every = max(
                 1, math.ceil(self._interval_secs / max(mean_call_secs, 1e-9))
             )
-            self._calls = 0
+            # Slow calls (every call agrees) calibrate again, from now.
+            self._calls, self._since, self._timed = 0, now, 0
         return bool(sums[0] > 0.0)
 
 
