@@ -35,8 +35,10 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
+# worksteal: an idle worker takes queued tests from a busy one, so the
+# long subprocess tests do not leave one core idle at the end.
 test: lint docs
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS)
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 # tf_keras (Keras 2) is the peer of bench/ps_throughput.py. Without
 # --no-deps it would pull in the full `tensorflow` wheel over
