@@ -46,14 +46,16 @@ class _LastStepLoss(StepCallback):
 
     Args:
         number_of_steps: The global step training stops at, or `None`.
+        steps: The steps this run makes, or `None`.
         length: The number of batches of the data, or `None` if unknown
             or infinite.
     """
 
-    def __init__(self, number_of_steps, length):
+    def __init__(self, number_of_steps, length, steps=None):
         super().__init__()
         self._number_of_steps = number_of_steps
         self._length = length
+        self._steps = steps
         self.loss = None
         #: Calls of the train function that ended in this run.
         self.batches = 0
@@ -69,6 +71,8 @@ class _LastStepLoss(StepCallback):
 
     def on_first_batch(self, step):
         last = self._number_of_steps
+        if self._steps is not None:
+            last = step + self._steps
         if self._length is not None:
             last = min(step + self._length, last or math.inf)
         self._last_step = last
@@ -89,8 +93,33 @@ class _LastStepLoss(StepCallback):
                 self.loss = logs["loss"]
 
 
+_INT_ARGUMENTS = (
+    "number_of_steps",
+    "steps",
+    "log_every_n_steps",
+    "save_summaries_steps",
+    "save_interval_steps",
+    "trace_every_n_steps",
+    "keep_checkpoint_max",
+    "startup_delay_steps",
+)
+
+
 def _check_arguments(args):
+    """Checks `train`'s arguments, each error naming the one passed, and
+    returns them with numpy integers made Python ints."""
     _validation.positive_int_or_none("number_of_steps", args["number_of_steps"])
+    _validation.positive_int_or_none("steps", args["steps"])
+    if args["steps"] is not None and args["number_of_steps"] is not None:
+        raise ValueError(
+            "Cannot provide both `steps` (steps to run now) and "
+            "`number_of_steps` (the global step to stop at), as "
+            "contrib.learn's fit. Received: "
+            f"steps={args['steps']!r}, "
+            f"number_of_steps={args['number_of_steps']!r}"
+        )
+    hours = args["keep_checkpoint_every_n_hours"]
+    _validation.positive_number_or_none("keep_checkpoint_every_n_hours", hours)
     _validation.positive_int_or_none(
         "log_every_n_steps", args["log_every_n_steps"]
     )
@@ -101,17 +130,25 @@ def _check_arguments(args):
     _validation.positive_int_or_none(
         "trace_every_n_steps", args["trace_every_n_steps"]
     )
-    _validation.positive_int_or_none(
-        "keep_checkpoint_max", args["keep_checkpoint_max"]
-    )
+    keep = args["keep_checkpoint_max"]
+    if keep is not None and (not _validation.is_int(keep) or keep < 0):
+        raise _validation.invalid(
+            "keep_checkpoint_max",
+            keep,
+            "a non-negative integer (0 or None keeps every checkpoint)",
+        )
     delay = args["startup_delay_steps"]
-    if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+    if not _validation.is_int(delay) or delay < 0:
         raise _validation.invalid(
             "startup_delay_steps", delay, "a non-negative integer"
         )
     _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
     if args["is_chief"] is not None:
         _validation.boolean("is_chief", args["is_chief"])
+    return {
+        name: int(args[name]) if args[name] is not None else None
+        for name in _INT_ARGUMENTS
+    }
 
 
 def _check_logdir(args):
@@ -127,6 +164,9 @@ def _check_logdir(args):
         "save_interval_secs": args["save_interval_secs"]
         not in (None, _DEFAULT_SECS),
         "keep_checkpoint_max": args["keep_checkpoint_max"] != _DEFAULT_KEEP,
+        "keep_checkpoint_every_n_hours": (
+            args["keep_checkpoint_every_n_hours"] is not None
+        ),
     }
     for name, asked in needs_logdir.items():
         if asked:
@@ -240,12 +280,14 @@ def train(
     *,
     logdir,
     number_of_steps=None,
+    steps=None,
     log_every_n_steps=1,
     save_summaries_secs=600,
     save_summaries_steps=None,
     save_interval_secs=600,
     save_interval_steps=None,
     keep_checkpoint_max=5,
+    keep_checkpoint_every_n_hours=None,
     trace_every_n_steps=None,
     warm_start=None,
     startup_delay_steps=0,
@@ -278,7 +320,13 @@ def train(
             required.
         logdir: Directory for checkpoints, or `None` to write nothing.
         number_of_steps: Positive integer: the global step to stop at, or
-            `None` to train until the data runs out.
+            `None` to train until the data runs out (contrib.learn's
+            `max_steps`: a rerun after it runs nothing).
+            Defaults to `None`.
+        steps: Positive integer: how many steps to run in this call, from
+            the global step it starts at (after a restore), or `None`.
+            contrib.learn's `steps`: a rerun runs that many more. Not with
+            `number_of_steps`.
             Defaults to `None`.
         log_every_n_steps: Positive integer or `None`: log the loss of the
             step at global steps that are multiples of it (`LogEveryNSteps`).
@@ -294,8 +342,13 @@ def train(
             Defaults to `600`.
         save_interval_steps: Save a checkpoint every this many steps.
             Defaults to `None`.
-        keep_checkpoint_max: How many recent checkpoints to keep.
+        keep_checkpoint_max: How many recent checkpoints to keep; `0` or
+            `None` keeps every one (TF1's `Saver`, contrib.learn).
             Defaults to `5`.
+        keep_checkpoint_every_n_hours: Positive number or `None`: besides
+            the recent ones, keep one checkpoint every this many hours
+            (TF1's `Saver`).
+            Defaults to `None`.
         trace_every_n_steps: Trace the steps beginning at global steps 0, N,
             2N, ... (`keras_slim.callbacks.Trace`): `tf_trace-<step>.json`
             Chrome traces and TensorBoard profiles in `logdir`.
@@ -362,8 +415,15 @@ def train(
     ```
     """
     args = dict(locals())
-    _check_arguments(args)
+    ints = _check_arguments(args)
     _check_logdir(args)
+    number_of_steps, steps = ints["number_of_steps"], ints["steps"]
+    log_every_n_steps = ints["log_every_n_steps"]
+    save_summaries_steps = ints["save_summaries_steps"]
+    save_interval_steps = ints["save_interval_steps"]
+    trace_every_n_steps = ints["trace_every_n_steps"]
+    keep_checkpoint_max = ints["keep_checkpoint_max"] or None  # 0: all
+    startup_delay_steps = ints["startup_delay_steps"]
     warm_start = _warm_start(warm_start)
     if getattr(model, "optimizer", None) is None:
         raise ValueError(
@@ -388,15 +448,16 @@ def train(
     parameter_server = _strategy.is_parameter_server(strategy)
     if parameter_server:
         # Workers read their own datasets: the step count bounds the run.
-        if number_of_steps is None:
+        if number_of_steps is None and steps is None:
             raise ValueError(
-                "`number_of_steps` is required under ParameterServerStrategy "
-                "(the end of the workers' data cannot be seen). Received: "
-                "number_of_steps=None"
+                "`number_of_steps` or `steps` is required under "
+                "ParameterServerStrategy (the end of the workers' data "
+                "cannot be seen). Received: number_of_steps=None, steps=None"
             )
         dataset = data if callable(data) else _dataset(data, batch_size, True)
     else:
-        dataset = _dataset(data, batch_size, repeat=number_of_steps is not None)
+        bounded = number_of_steps is not None or steps is not None
+        dataset = _dataset(data, batch_size, repeat=bounded)
         _validation.numeric_inputs(model, dataset)
 
     # StopAtStep first: a run already at `number_of_steps` is stopped
@@ -404,12 +465,15 @@ def train(
     services = []
     if number_of_steps is not None:
         services.append(StopAtStep(last_step=number_of_steps))
+    if steps is not None:
+        services.append(StopAtStep(num_steps=steps))
     if logdir is not None:
         saver = Checkpoints(
             logdir,
             every_n_secs=save_interval_secs,
             every_n_steps=save_interval_steps,
             max_to_keep=keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
         )
         services.append(saver)
     if warm_start is not None:
@@ -430,7 +494,9 @@ def train(
     if log_every_n_steps is not None:
         services.append(LogEveryNSteps(log_every_n_steps))
     last_loss = _LastStepLoss(
-        number_of_steps, None if parameter_server else _known_length(dataset)
+        number_of_steps,
+        None if parameter_server else _known_length(dataset),
+        steps=steps,
     )
     services.append(last_loss)
 
@@ -443,7 +509,7 @@ def train(
         # OutOfRangeError), not something to warn about.
         warnings.filterwarnings("ignore", message="Your input ran out of data")
         fit_args = (
-            {"steps_per_epoch": number_of_steps}
+            {"steps_per_epoch": number_of_steps or steps}
             if parameter_server
             else {"shuffle": False}
         )

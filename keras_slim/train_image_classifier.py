@@ -171,6 +171,18 @@ def parser():
     add("--save_summaries_secs", type=_positive_float, default=600)
     add("--save_interval_secs", type=_positive_float, default=600)
     add("--trace_every_n_steps", type=_positive_int, default=None)
+    add(
+        "--keep_checkpoint_max",
+        type=_non_negative_int,
+        default=5,
+        help="recent checkpoints to keep; 0 keeps every one",
+    )
+    add(
+        "--keep_checkpoint_every_n_hours",
+        type=_positive_float,
+        default=None,
+        help="also keep one checkpoint every this many hours",
+    )
     # Optimization.
     add("--optimizer", choices=_configure.OPTIMIZERS, default="rmsprop")
     add("--learning_rate", type=_positive_float, default=0.01)
@@ -367,6 +379,8 @@ def run(flags):
             save_summaries_secs=flags.save_summaries_secs,
             save_interval_secs=flags.save_interval_secs,
             trace_every_n_steps=flags.trace_every_n_steps,
+            keep_checkpoint_max=flags.keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=flags.keep_checkpoint_every_n_hours,
             warm_start=warm,
             is_chief=config.is_chief,
             callbacks=progress,

@@ -626,3 +626,105 @@ def test_a_bad_learning_rate_fails_before_the_first_step(tmp_path, rate):
         )
     assert step(model) == 0
     assert not list(tmp_path.glob("model.ckpt*"))
+
+
+def checkpoint_steps(directory):
+    return sorted(
+        int(f[len("model.ckpt-") : -len(".index")])
+        for f in os.listdir(directory)
+        if f.endswith(".index")
+    )
+
+
+def test_steps_is_relative_number_of_steps_absolute(tmp_path):
+    # contrib.learn's fit(steps=...) and fit(max_steps=...).
+    model = logistic_classifier()
+    keras_slim.train(
+        model, dataset(), logdir=str(tmp_path), steps=4, **NO_SUMMARIES
+    )
+    assert step(model) == 4
+    keras_slim.train(
+        model, dataset(), logdir=str(tmp_path), steps=3, **NO_SUMMARIES
+    )
+    assert step(model) == 7
+    # A new process's model resumes at 7, then runs 3 more.
+    rerun = logistic_classifier()
+    keras_slim.train(
+        rerun, dataset(), logdir=str(tmp_path), steps=3, **NO_SUMMARIES
+    )
+    assert step(rerun) == 10
+    # number_of_steps is where to stop: a rerun past it runs nothing.
+    keras_slim.train(
+        rerun,
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=np.int64(10),
+        **NO_SUMMARIES,
+    )
+    assert step(rerun) == 10
+    with pytest.raises(ValueError, match="Cannot provide both `steps`"):
+        keras_slim.train(
+            rerun, dataset(), logdir=None, steps=2, number_of_steps=20
+        )
+
+
+def test_numpy_integers_are_accepted_and_errors_name_the_argument(tmp_path):
+    model = logistic_classifier()
+    keras_slim.train(
+        model,
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=np.int64(3),
+        log_every_n_steps=np.int32(1),
+        save_interval_steps=np.int64(1),
+        keep_checkpoint_max=np.int64(2),
+        **NO_SUMMARIES,
+    )
+    assert step(model) == 3
+    assert checkpoint_steps(tmp_path) == [2, 3]
+    with pytest.raises(
+        ValueError, match=r"Received: number_of_steps=np.int64\(-3\)"
+    ):
+        keras_slim.train(
+            model, dataset(), logdir=None, number_of_steps=np.int64(-3)
+        )
+    with pytest.raises(ValueError, match="Received: steps=0"):
+        keras_slim.train(model, dataset(), logdir=None, steps=0)
+
+
+@pytest.mark.parametrize("keep", [0, None])
+def test_keep_checkpoint_max_0_or_none_keeps_all(tmp_path, keep):
+    keras_slim.train(
+        logistic_classifier(),
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=7,
+        save_interval_steps=1,
+        keep_checkpoint_max=keep,
+        **NO_SUMMARIES,
+    )
+    assert checkpoint_steps(tmp_path) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_keep_checkpoint_every_n_hours_keeps_more_than_max(tmp_path):
+    # Every 3.6 microseconds: each checkpoint is kept as an hourly one.
+    for logdir, hours in (("hourly", 1e-9), ("recent", None)):
+        keras_slim.train(
+            logistic_classifier(),
+            dataset(),
+            logdir=str(tmp_path / logdir),
+            number_of_steps=5,
+            save_interval_steps=1,
+            keep_checkpoint_max=1,
+            keep_checkpoint_every_n_hours=hours,
+            **NO_SUMMARIES,
+        )
+    assert checkpoint_steps(tmp_path / "hourly") == [1, 2, 3, 4, 5]
+    assert checkpoint_steps(tmp_path / "recent") == [5]
+    with pytest.raises(ValueError, match="keep_checkpoint_every_n_hours"):
+        keras_slim.train(
+            logistic_classifier(),
+            dataset(),
+            logdir=None,
+            keep_checkpoint_every_n_hours=1.0,
+        )

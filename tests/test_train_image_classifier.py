@@ -99,6 +99,11 @@ def test_policy_and_scope_flags_parse():
         (["--gradient_multipliers", "logits"], "argument --gradient_mult"),
         (["--labels", "3-11"], "argument --labels: digits must be 0-9"),
         (["--momentum", "1.5"], "argument --momentum: must be in [0, 1)"),
+        (["--keep_checkpoint_max", "-1"], "argument --keep_checkpoint_max"),
+        (
+            ["--keep_checkpoint_every_n_hours", "0"],
+            "argument --keep_checkpoint_every_n_hours: must be a positive",
+        ),
         (
             ["--learning_rate", "inf"],
             "argument --learning_rate: must be a finite number: inf",
@@ -373,3 +378,33 @@ def test_negative_multipliers_are_accepted_as_in_tf_slim():
         ["--gradient_multipliers", "logits/.*=-0.5,conv1/.*=0"]
     )
     assert flags.gradient_multipliers == {"logits/.*": -0.5, "conv1/.*": 0.0}
+
+
+class Captured(Exception):
+    pass
+
+
+def test_retention_flags_reach_train(tmp_path, monkeypatch):
+    seen = {}
+
+    def train(model, data, **kwargs):
+        seen.update(kwargs)
+        raise Captured
+
+    monkeypatch.setattr(cli.keras_slim, "train", train)
+    with pytest.raises(Captured):
+        cli.main(
+            [
+                "--train_dir",
+                str(tmp_path),
+                "--keep_checkpoint_max",
+                "0",
+                "--keep_checkpoint_every_n_hours",
+                "2.5",
+            ]
+        )
+    assert seen["keep_checkpoint_max"] == 0
+    assert seen["keep_checkpoint_every_n_hours"] == 2.5
+    defaults = cli.parser().parse_args(["--train_dir", str(tmp_path)])
+    assert defaults.keep_checkpoint_max == 5
+    assert defaults.keep_checkpoint_every_n_hours is None

@@ -75,8 +75,9 @@ class Checkpoints(StepCallback):
         every_n_steps: Positive integer or `None`: save at global steps that
             are multiples of it.
             Defaults to `None`.
-        max_to_keep: Positive integer or `None` (keep all): how many recent
-            checkpoints to keep.
+        max_to_keep: Non-negative integer or `None`: how many recent
+            checkpoints to keep; `0` or `None` keeps every one (TF1's
+            `Saver`).
             Defaults to `5`.
         keep_checkpoint_every_n_hours: Positive number or `None`: also keep
             one checkpoint per this many hours.
@@ -114,9 +115,16 @@ class Checkpoints(StepCallback):
         self._trigger = IntervalTrigger(
             every_n_steps=every_n_steps, every_n_secs=every_n_secs
         )
-        self.max_to_keep = _validation.positive_int_or_none(
-            "max_to_keep", max_to_keep
-        )
+        if max_to_keep is not None and (
+            not _validation.is_int(max_to_keep) or max_to_keep < 0
+        ):
+            raise _validation.invalid(
+                "max_to_keep",
+                max_to_keep,
+                "a non-negative integer (0 or None keeps every checkpoint)",
+            )
+        # 0 keeps all, as TF1's Saver(max_to_keep=0).
+        self.max_to_keep = int(max_to_keep) if max_to_keep else None
         self.keep_checkpoint_every_n_hours = (
             _validation.positive_number_or_none(
                 "keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours

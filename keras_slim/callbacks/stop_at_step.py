@@ -49,14 +49,12 @@ class StopAtStep(StepCallback):
             )
         if num_steps is not None:
             num_steps = _validation.positive_int("num_steps", num_steps)
-        if last_step is not None and (
-            not isinstance(last_step, int)
-            or isinstance(last_step, bool)
-            or last_step < 0
-        ):
-            raise _validation.invalid(
-                "last_step", last_step, "a non-negative integer"
-            )
+        if last_step is not None:
+            if not _validation.is_int(last_step) or last_step < 0:
+                raise _validation.invalid(
+                    "last_step", last_step, "a non-negative integer"
+                )
+            last_step = int(last_step)
         self.num_steps = num_steps
         self.last_step = last_step
 

@@ -45,6 +45,17 @@ def test_max_to_keep(tmp_path):
     assert steps_on_disk(tmp_path) == [5, 6]
 
 
+@pytest.mark.parametrize("keep", [0, None, np.int64(0)])
+def test_max_to_keep_0_or_none_keeps_all(tmp_path, keep):
+    # TF1's Saver(max_to_keep=0 or None), contrib.learn's RunConfig.
+    _, _, data = common.full_batch()
+    saver = Checkpoints(
+        tmp_path, every_n_secs=None, every_n_steps=1, max_to_keep=keep
+    )
+    common.fit(common.model(), data, 7, [saver])
+    assert steps_on_disk(tmp_path) == [1, 2, 3, 4, 5, 6, 7]
+
+
 def test_every_n_secs_with_a_fake_clock(tmp_path):
     _, _, data = common.full_batch()
     saver = Checkpoints(tmp_path, every_n_secs=60)
@@ -231,7 +242,8 @@ def test_under_mirrored_strategy_resume_is_exact(mirrored, tmp_path):
         ({"directory": ""}, "Received: directory=''"),
         ({"every_n_secs": 0}, "Received: every_n_secs=0"),
         ({"every_n_steps": -5}, "Received: every_n_steps=-5"),
-        ({"max_to_keep": 0}, "Received: max_to_keep=0"),
+        ({"max_to_keep": -1}, "Received: max_to_keep=-1"),
+        ({"max_to_keep": 2.5}, "Received: max_to_keep=2.5"),
         (
             {"keep_checkpoint_every_n_hours": -1},
             "Received: keep_checkpoint_every_n_hours=-1",
