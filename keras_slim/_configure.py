@@ -27,11 +27,18 @@ def learning_rate(
     num_epochs_per_decay,
     decay_factor,
     end_learning_rate,
+    replicas_to_aggregate=1,
 ):
     """A learning rate or schedule, as slim's `_configure_learning_rate`.
 
-    Decay steps are `int(num_samples_per_epoch * num_epochs_per_decay /
-    batch_size)`, as in TF-Slim (`batch_size` per clone).
+    Decay steps are `int(num_batches_per_epoch * num_epochs_per_decay /
+    replicas_to_aggregate)` with `num_batches_per_epoch =
+    num_samples_per_epoch / batch_size`, as inception's distributed train
+    computes them: each synchronous step of `replicas_to_aggregate`
+    workers consumes that many batches, so the schedule decays after the
+    same number of epochs whatever the number of workers. With one
+    replica, TF-Slim's `int(num_samples_per_epoch * num_epochs_per_decay /
+    batch_size)` (`batch_size` per clone).
 
     Args:
         decay_type: One of `DECAY_TYPES`.
@@ -41,12 +48,17 @@ def learning_rate(
         num_epochs_per_decay: Epochs between decays.
         decay_factor: Factor of the exponential decay.
         end_learning_rate: Where the polynomial decay ends.
+        replicas_to_aggregate: Positive integer: the workers whose
+            gradients each step aggregates.
+            Defaults to `1`.
 
     Returns:
         A float or a `keras.optimizers.schedules.LearningRateSchedule`.
     """
+    batches_per_epoch = num_samples_per_epoch / batch_size
     decay_steps = max(
-        1, int(num_samples_per_epoch * num_epochs_per_decay / batch_size)
+        1,
+        int(batches_per_epoch * num_epochs_per_decay / replicas_to_aggregate),
     )
     if decay_type == "exponential":
         return keras.optimizers.schedules.ExponentialDecay(

@@ -157,6 +157,13 @@ def parser():
     add("--num_clones", type=_positive_int, default=1)
     add("--clone_on_cpu", action="store_true")
     add("--worker_replicas", type=_positive_int, default=1)
+    add(
+        "--replicas_to_aggregate",
+        type=_positive_int,
+        default=None,
+        help="workers whose gradients each step aggregates; the learning "
+        "rate's decay steps are divided by it (default: --worker_replicas)",
+    )
     add("--num_ps_tasks", type=_non_negative_int, default=0)
     add(
         "--task",
@@ -239,6 +246,16 @@ def _check(p, flags):
             "are asynchronous; --worker_replicas must stay 1, got "
             f"{flags.worker_replicas}"
         )
+    if flags.replicas_to_aggregate is None:
+        flags.replicas_to_aggregate = flags.worker_replicas
+    if flags.replicas_to_aggregate != flags.worker_replicas:
+        p.error(
+            "argument --replicas_to_aggregate: each synchronous step "
+            "aggregates every worker (MultiWorkerMirroredStrategy): it must "
+            f"equal --worker_replicas={flags.worker_replicas}, got "
+            f"{flags.replicas_to_aggregate} (backup workers are not "
+            "supported)"
+        )
     if flags.task >= flags.worker_replicas:
         p.error(
             f"argument --task: {flags.task} is not below "
@@ -295,6 +312,7 @@ def _build(flags, num_samples, num_classes):
         num_epochs_per_decay=flags.num_epochs_per_decay,
         decay_factor=flags.learning_rate_decay_factor,
         end_learning_rate=flags.end_learning_rate,
+        replicas_to_aggregate=flags.replicas_to_aggregate,
     )
     model.compile(
         optimizer=_configure.optimizer(

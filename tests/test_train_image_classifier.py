@@ -101,6 +101,10 @@ def test_policy_and_scope_flags_parse():
         (["--momentum", "1.5"], "argument --momentum: must be in [0, 1)"),
         (["--keep_checkpoint_max", "-1"], "argument --keep_checkpoint_max"),
         (
+            ["--worker_replicas", "3", "--replicas_to_aggregate", "2"],
+            "argument --replicas_to_aggregate: each synchronous step",
+        ),
+        (
             ["--keep_checkpoint_every_n_hours", "0"],
             "argument --keep_checkpoint_every_n_hours: must be a positive",
         ),
@@ -291,6 +295,43 @@ def test_learning_rate_decays_as_slim():
     assert float(polynomial(10)) == pytest.approx(0.055)
     assert float(polynomial(40)) == pytest.approx(0.01)
     assert _configure.learning_rate("fixed", 0.1, **common) == 0.1
+
+
+def test_decay_steps_per_replica_as_inception_computes_them():
+    # inception_distributed_train on ImageNet: 1281167 examples, batch 32,
+    # a decay every 2 epochs, 50 replicas aggregated per step:
+    # int(1281167 / 32 * 2.0 / 50) = int(1601.45875) = 1601.
+    schedule = _configure.learning_rate(
+        "exponential",
+        0.045,
+        num_samples_per_epoch=1281167,
+        batch_size=32,
+        num_epochs_per_decay=2.0,
+        decay_factor=0.94,
+        end_learning_rate=0.0001,
+        replicas_to_aggregate=50,
+    )
+    assert schedule.decay_steps == 1601
+    assert float(schedule(1600)) == pytest.approx(0.045)
+    assert float(schedule(1601)) == pytest.approx(0.045 * 0.94)
+    one = _configure.learning_rate(
+        "exponential",
+        0.045,
+        num_samples_per_epoch=1281167,
+        batch_size=32,
+        num_epochs_per_decay=2.0,
+        decay_factor=0.94,
+        end_learning_rate=0.0001,
+    )
+    assert one.decay_steps == 80072  # int(1281167 * 2.0 / 32), TF-Slim's
+
+
+def test_replicas_to_aggregate_defaults_to_the_workers(tmp_path):
+    flags = cli.parser().parse_args(
+        ["--train_dir", str(tmp_path), "--worker_replicas", "2", "--task", "0"]
+    )
+    cli._check(cli.parser(), flags)
+    assert flags.replicas_to_aggregate == 2
 
 
 def test_digits_split_is_stratified_and_relabelled():
