@@ -66,3 +66,15 @@ def test_demo_runs(tmp_path):
     assert "max |w(1 device) - w(2 clones)|" in result.stdout
     assert "LossTensor is inf or nan" in result.stdout
     assert "every weight still finite: True" in result.stdout
+
+
+def test_readme_runs(tmp_path):
+    blocks = BLOCK.findall((ROOT / "README.md").read_text())
+    assert blocks
+    script = tmp_path / "readme.py"
+    script.write_text("\n".join(blocks))
+    result = run_python([str(script)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    losses = eval(result.stdout.strip().splitlines()[-1])  # the printed list
+    assert losses[0] < 1.0  # chance for 2 classes is ln 2 = 0.69
+    assert losses[-1] < 0.5 * losses[0]
