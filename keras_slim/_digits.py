@@ -62,8 +62,26 @@ def dataset_fn(x, y, batch_size, num_classes, seed=0):
     return make
 
 
-def network(num_classes, weight_decay=0.0):
-    """The layers of the small CNN, as a function of the input tensor."""
+def network(num_classes, weight_decay=0.0, *, synchronized=True):
+    """The layers of the small CNN, as a function of the input tensor.
+
+    Its batch norm is synchronized across replicas (Keras's
+    `BatchNormalization(synchronized=True)`: the batch statistics are
+    all-reduced), so N clones compute the statistics of the global batch
+    and train like one device on it; per-replica statistics (TF-Slim's
+    clones, `synchronized=False`) make them differ.
+
+    Args:
+        num_classes: Positive integer: the logits.
+        weight_decay: Non-negative float: the L2 factor (TF-Slim's, halved
+            as `tf.nn.l2_loss` was).
+            Defaults to `0.0`.
+        synchronized: Whether batch norm is synchronized across replicas.
+            Defaults to `True`.
+
+    Returns:
+        A function of the input tensor returning the logits.
+    """
     regularizer = (
         keras.regularizers.L2(weight_decay / 2) if weight_decay else None
     )
@@ -77,7 +95,9 @@ def network(num_classes, weight_decay=0.0):
             kernel_regularizer=regularizer,
             name=name,
         )(x)
-        x = keras.layers.BatchNormalization(name=f"{name}_bn")(x)
+        x = keras.layers.BatchNormalization(
+            synchronized=synchronized, name=f"{name}_bn"
+        )(x)
         return keras.layers.ReLU()(x)
 
     def layers(inputs):
