@@ -105,6 +105,13 @@ _INT_ARGUMENTS = (
 )
 
 
+_SUMMARY_FLAGS = (
+    "summarize_variables",
+    "summarize_activations",
+    "summarize_gradients",
+)
+
+
 def _check_arguments(args):
     """Checks `train`'s arguments, each error naming the one passed, and
     returns them with numpy integers made Python ints."""
@@ -143,6 +150,8 @@ def _check_arguments(args):
             "startup_delay_steps", delay, "a non-negative integer"
         )
     _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
+    for name in _SUMMARY_FLAGS:
+        _validation.boolean(name, args[name])
     if args["is_chief"] is not None:
         _validation.boolean("is_chief", args["is_chief"])
     return {
@@ -167,6 +176,7 @@ def _check_logdir(args):
         "keep_checkpoint_every_n_hours": (
             args["keep_checkpoint_every_n_hours"] is not None
         ),
+        **{name: args[name] for name in _SUMMARY_FLAGS},
     }
     for name, asked in needs_logdir.items():
         if asked:
@@ -289,6 +299,9 @@ def train(
     keep_checkpoint_max=5,
     keep_checkpoint_every_n_hours=None,
     trace_every_n_steps=None,
+    summarize_variables=False,
+    summarize_activations=False,
+    summarize_gradients=False,
     warm_start=None,
     startup_delay_steps=0,
     fail_on_nan_loss=True,
@@ -353,6 +366,17 @@ def train(
             2N, ... (`keras_slim.callbacks.Trace`): `tf_trace-<step>.json`
             Chrome traces and TensorBoard profiles in `logdir`.
             Defaults to `None`.
+        summarize_variables: Whether the summaries include a histogram
+            of every variable (train_image_classifier's).
+            Defaults to `False`.
+        summarize_activations: Whether they include each layer output's
+            histogram and zero fraction (`sparsity/<layer>`), from inside
+            the step of a functional `SlimModel`, on the steps that write.
+            Defaults to `False`.
+        summarize_gradients: Whether they include each gradient's
+            histogram and norm after the policy (`create_train_op`'s
+            `summarize_gradients`), from inside the step of a `SlimModel`.
+            Defaults to `False`.
         warm_start: A `keras_slim.callbacks.WarmStart`, or a checkpoint
             path (directory, prefix or Keras weights file) to restore every
             model variable from: TF-Slim's `init_fn`. It acts before the
@@ -486,6 +510,9 @@ def train(
                     logdir,
                     every_n_steps=save_summaries_steps,
                     every_n_secs=save_summaries_secs,
+                    histograms=summarize_variables,
+                    activations=summarize_activations,
+                    gradients=summarize_gradients,
                 )
             )
         if trace_every_n_steps is not None:

@@ -176,6 +176,26 @@ def parser():
     add("--batch_size", type=_positive_int, default=32, help="per clone")
     add("--log_every_n_steps", type=_positive_int, default=10)
     add("--save_summaries_secs", type=_positive_float, default=600)
+    add(
+        "--summarize_variables",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="histograms of the variables in the summaries",
+    )
+    add(
+        "--summarize_activations",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="histograms and sparsity of each layer's output (a "
+        "conditional branch in the step)",
+    )
+    add(
+        "--summarize_gradients",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="histograms and norms of the gradients after the policy (a "
+        "conditional branch in the step)",
+    )
     add("--save_interval_secs", type=_positive_float, default=600)
     add("--trace_every_n_steps", type=_positive_int, default=None)
     add(
@@ -395,6 +415,9 @@ def run(flags):
             number_of_steps=flags.max_number_of_steps,
             log_every_n_steps=None if progress else flags.log_every_n_steps,
             save_summaries_secs=flags.save_summaries_secs,
+            summarize_variables=flags.summarize_variables,
+            summarize_activations=flags.summarize_activations,
+            summarize_gradients=flags.summarize_gradients,
             save_interval_secs=flags.save_interval_secs,
             trace_every_n_steps=flags.trace_every_n_steps,
             keep_checkpoint_max=flags.keep_checkpoint_max,

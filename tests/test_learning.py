@@ -728,3 +728,44 @@ def test_keep_checkpoint_every_n_hours_keeps_more_than_max(tmp_path):
             logdir=None,
             keep_checkpoint_every_n_hours=1.0,
         )
+
+
+def test_train_writes_train_image_classifier_summaries(tmp_path):
+    from tests.callbacks.test_summaries import read_events
+
+    keras_slim.train(
+        logistic_classifier(),
+        dataset(),
+        logdir=str(tmp_path),
+        number_of_steps=4,
+        save_summaries_steps=2,
+        save_summaries_secs=None,
+        summarize_variables=True,
+        summarize_activations=True,
+        summarize_gradients=True,
+    )
+    events = read_events(tmp_path)
+    expected = {
+        "loss",
+        "learning_rate",
+        "global_step/sec",
+        "losses/total_loss",
+        "losses/regularization_loss",
+        "losses/binary_crossentropy",
+        "fc/kernel",  # variable histograms
+        "fc/bias",
+        "activations/fc",  # activation histogram and sparsity
+        "sparsity/fc",
+        "fc/kernel/gradient",  # gradients after the policy
+        "fc/kernel/gradient_norm",
+    }
+    assert expected <= set(events)
+    for tag in expected:
+        assert sorted(events[tag]) == [2, 4], tag
+    with pytest.raises(ValueError, match="Received: summarize_gradients=1"):
+        keras_slim.train(
+            logistic_classifier(),
+            dataset(),
+            logdir=str(tmp_path),
+            summarize_gradients=1,
+        )

@@ -15,6 +15,7 @@ from keras_slim import _configure
 from keras_slim import _digits
 from keras_slim import checkpoints
 from keras_slim import train_image_classifier as cli
+from tests.callbacks.test_summaries import read_events
 from tests.helpers import run_module
 
 FAST = [
@@ -175,6 +176,18 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert "model.ckpt-600.index" in names
     assert "tf_trace-0.json" in names
     assert any(n.startswith("events.out.tfevents") for n in names)
+    # train_image_classifier's summaries, read with TensorBoard's reader.
+    tags = set(read_events(train_dir))
+    assert {
+        "losses/total_loss",
+        "losses/regularization_loss",
+        "learning_rate",
+        "conv1/kernel",
+        "logits/kernel",
+    } <= tags
+    assert any(t.startswith("sparsity/") for t in tags)
+    assert any(t.startswith("activations/") for t in tags)
+    assert not any(t.endswith("/gradient_norm") for t in tags)  # off
     # The second run resumes: no step, nothing new written, same accuracy.
     second = run_cli(*flags)
     assert second.returncode == 0, second.stderr[-3000:]
@@ -484,3 +497,12 @@ def test_the_network_on_clones_trains_like_one_device(mirrored):
     unsynced = trained(mirrored, False)
     gap = max(float(np.max(np.abs(a - b))) for a, b in zip(one, unsynced))
     assert gap > 1e-3
+
+
+def test_summary_flags():
+    flags = cli.parser().parse_args(
+        ["--no-summarize_activations", "--summarize_gradients"]
+    )
+    assert flags.summarize_variables is True
+    assert flags.summarize_activations is False
+    assert flags.summarize_gradients is True

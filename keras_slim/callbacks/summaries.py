@@ -15,6 +15,27 @@ from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks.step_callback import StepCallback
 
 
+def _loss_name(model):
+    """The name of the compiled loss (`"loss"` when it has none)."""
+    loss = getattr(model, "loss", None)
+    if isinstance(loss, str):
+        return loss
+    return getattr(loss, "name", None) or "loss"
+
+
+def _loss_terms(model, total):
+    """train_image_classifier's loss tags: the total, the regularization
+    (the model's `losses`, evaluated now) and the data term."""
+    regularization = sum(
+        float(keras.ops.convert_to_numpy(term)) for term in model.losses
+    )
+    return {
+        "losses/total_loss": total,
+        "losses/regularization_loss": regularization,
+        f"losses/{_loss_name(model)}": total - regularization,
+    }
+
+
 def _learning_rate(optimizer):
     # Keras evaluates a schedule at `iterations` when it is read.
     return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
@@ -29,6 +50,11 @@ class Summaries(StepCallback):
     - `loss`: the loss of that step (not the epoch's running mean);
     - every other key of Keras's `logs`: loss terms and metrics, as Keras
       reports them (running means of the epoch);
+    - `losses/total_loss` (the loss of that step, as minimized),
+      `losses/regularization_loss` (the sum of the model's `losses`, at
+      the write) and `losses/<loss name>` (their difference, the data
+      term; per output, Keras's `<output>_loss` logs): train_image_
+      classifier's loss tags;
     - `learning_rate`: the optimizer's, a schedule evaluated at the step;
     - `global_step/sec`: steps per second since the last write;
     - `histograms=True`: `<variable path>`, a histogram of each variable;
@@ -135,15 +161,23 @@ class Summaries(StepCallback):
         self._loss = StepLoss(self.model)
         self._in_step = None
         self._armed = False
-        if self._chief and (self.gradients or self.activations):
-            self._in_step = StepSummaries(
-                self._get_writer(),
-                gradients=self.gradients,
-                activations=self.activations,
-                model=self.model,
-            )
-            # The run's train function traces the hook into the step.
-            self.run.step_summaries = self._in_step
+
+    def _start_in_step(self):
+        """Gives the run the in-step hook, before the first call that runs
+        a step traces it (not at train begin: a run with no step to run
+        leaves no event file)."""
+        if self._in_step is not None or not self._chief:
+            return
+        if not (self.gradients or self.activations):
+            return
+        self._in_step = StepSummaries(
+            self._get_writer(),
+            gradients=self.gradients,
+            activations=self.activations,
+            model=self.model,
+        )
+        # The run's train function traces the hook into the step.
+        self.run.step_summaries = self._in_step
 
     def _get_writer(self):
         if self._writer is None:
@@ -165,6 +199,7 @@ class Summaries(StepCallback):
         super().on_train_batch_begin(batch, logs)
         if self.runs_no_step:
             return
+        self._start_in_step()
         next_step = self.next_step
         if self._chief and (self._first or self._trigger.would_fire(next_step)):
             self._loss.mark()
@@ -198,6 +233,7 @@ class Summaries(StepCallback):
             scalars = dict(logs)
             if loss is not None:
                 scalars["loss"] = loss
+                scalars.update(_loss_terms(self.model, loss))
             for tag, value in sorted(scalars.items()):
                 if isinstance(value, (int, float)):
                     tf.summary.scalar(tag, value)

@@ -13,6 +13,8 @@ import keras_slim
 from keras_slim import _run
 from keras_slim.callbacks import Summaries
 from tests.callbacks import common
+from tests.helpers import compile_model
+from tests.helpers import mlp
 
 
 def read_events(logdir):
@@ -49,6 +51,9 @@ def test_scalar_tags_steps_and_the_loss_of_the_step(
         "accuracy",
         "learning_rate",
         "global_step/sec",
+        "losses/total_loss",
+        "losses/regularization_loss",
+        "losses/sparse_categorical_crossentropy",
     }
     for tag in events:
         assert sorted(events[tag]) == [4, 8], tag
@@ -329,3 +334,33 @@ def test_bad_arguments(kwargs, message, tmp_path):
     kwargs = {"logdir": str(tmp_path), **kwargs}
     with pytest.raises(ValueError, match=message):
         Summaries(**kwargs)
+
+
+def test_loss_tags_as_train_image_classifier(tmp_path):
+    # The total loss of the step, the regularization, the data term.
+    _, _, data = common.full_batch()
+    model = compile_model(
+        mlp(regularizer=keras.regularizers.L2(0.01)),
+        keras.optimizers.SGD(0.1),
+    )
+    common.fit(model, data, 4, [scalars_only(logdir=str(tmp_path))])
+    events = read_events(tmp_path)
+    total = float(events["losses/total_loss"][4])
+    assert total == pytest.approx(float(events["loss"][4]))
+    regularization = float(events["losses/regularization_loss"][4])
+    expected = sum(float(t) for t in model.losses)
+    assert regularization == pytest.approx(expected, rel=1e-5)
+    assert regularization > 0
+    (data_tag,) = [
+        t
+        for t in events
+        if t.startswith("losses/")
+        and t
+        not in (
+            "losses/total_loss",
+            "losses/regularization_loss",
+        )
+    ]
+    assert float(events[data_tag][4]) == pytest.approx(
+        total - regularization, rel=1e-5
+    )
