@@ -66,6 +66,9 @@ class Run:
         self._chief = is_chief
         self.feed = None
         self.records = None
+        #: Under parameter servers, worker i starts at global step i times
+        #: this (`keras_slim.train`'s `startup_delay_steps`).
+        self.startup_delay_steps = 0
         #: The model's `SkippedSteps` while non-finite steps are skipped
         #: (`keras_slim/_fit/skipped.py`), else `None`.
         self.skipped_steps = None

@@ -10,7 +10,6 @@ last step.
 
 import math
 import os
-import time
 import warnings
 
 import keras
@@ -278,12 +277,6 @@ def _known_length(dataset):
     return cardinality if cardinality >= 0 else None
 
 
-def _wait_for_startup(model, target, sleep, poll_secs):
-    """A non-chief worker waits for the global step to reach `target`."""
-    while global_step(model) < target:
-        sleep(poll_secs)
-
-
 def train(
     model,
     data,
@@ -308,7 +301,6 @@ def train(
     callbacks=None,
     is_chief=None,
     batch_size=None,
-    _sleep=time.sleep,
 ):
     """Trains a compiled model as TF-Slim's `slim.learning.train` did.
 
@@ -382,8 +374,13 @@ def train(
             model variable from: TF-Slim's `init_fn`. It acts before the
             first step, only when no checkpoint of `logdir` was restored.
             Defaults to `None`.
-        startup_delay_steps: A non-chief worker first waits until the global
-            step reaches `min(startup_delay_steps, number_of_steps)`.
+        startup_delay_steps: Non-negative integer. Under
+            `ParameterServerStrategy`, TF-Slim's meaning for asynchronous
+            workers: worker `i` starts when the global step reaches `i`
+            times this (the coordinator runs at most `1 + step // delay`
+            workers' calls at once until all of them run). Elsewhere
+            there is no global step shared by separate workers to wait
+            on, and a value above 0 is a `ValueError`.
             Defaults to `0`.
         fail_on_nan_loss: Whether a non-finite loss (or, for a
             `SlimModel`, gradient) raises
@@ -462,6 +459,15 @@ def train(
             "multi-worker strategy (TF-Slim: with `sync_optimizer`). "
             f"Received: startup_delay_steps={startup_delay_steps}"
         )
+    if startup_delay_steps > 0 and not _strategy.is_parameter_server(strategy):
+        raise ValueError(
+            "`startup_delay_steps` staggers asynchronous workers that share "
+            "a global step on parameter servers (ParameterServerStrategy, "
+            "DeploymentConfig(num_ps_tasks=...)); under this "
+            f"{_strategy.kind(strategy)} strategy no other worker advances "
+            "this process's global step, so waiting would never end. "
+            f"Received: startup_delay_steps={startup_delay_steps}"
+        )
     if callbacks is not None and not all(
         isinstance(c, keras.callbacks.Callback) for c in callbacks
     ):
@@ -502,9 +508,26 @@ def train(
         services.append(saver)
     if warm_start is not None:
         services.append(warm_start)
+    summaries = save_summaries_secs is not None or (
+        save_summaries_steps is not None
+    )
+    in_step = summarize_activations or summarize_gradients
+    if logdir is not None and not is_chief and summaries and in_step:
+        if _strategy.is_multi_worker(strategy):
+            # Writes nothing here, but traces the chief's in-step summary
+            # branch, so that the workers' collectives line up.
+            services.append(
+                Summaries(
+                    logdir,
+                    every_n_steps=save_summaries_steps,
+                    every_n_secs=save_summaries_secs,
+                    activations=summarize_activations,
+                    gradients=summarize_gradients,
+                )
+            )
     if logdir is not None and is_chief:
         # As in TF-Slim, only the chief writes summaries and traces.
-        if save_summaries_secs is not None or save_summaries_steps is not None:
+        if summaries:
             services.append(
                 Summaries(
                     logdir,
@@ -527,10 +550,6 @@ def train(
     )
     services.append(last_loss)
 
-    if not is_chief and startup_delay_steps > 0:
-        target = min(startup_delay_steps, number_of_steps or math.inf)
-        _wait_for_startup(model, target, _sleep, poll_secs=1.0)
-
     with warnings.catch_warnings():
         # Running out of finite data is how train() stops (slim's
         # OutOfRangeError), not something to warn about.
@@ -540,7 +559,8 @@ def train(
             if parameter_server
             else {"shuffle": False}
         )
-        with _run.start(model, is_chief=is_chief):
+        with _run.start(model, is_chief=is_chief) as run:
+            run.startup_delay_steps = startup_delay_steps
             model.fit(
                 dataset,
                 epochs=1,

@@ -322,6 +322,7 @@ def _policy(flags):
 def _build(flags, num_samples, num_classes):
     keras.utils.set_random_seed(0)
     inputs = keras.Input((8, 8, 1), name="images")
+    # Batch norm is synchronized: clones train like one device.
     logits = _digits.network(num_classes, flags.weight_decay)(inputs)
     model = keras_slim.SlimModel(inputs, logits, gradient_policy=_policy(flags))
     rate = _configure.learning_rate(

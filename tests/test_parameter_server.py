@@ -12,6 +12,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import types
 
 import keras
 import pytest
@@ -206,3 +207,55 @@ def test_atomic_updates_trace_single_ops():
     assert "AssignVariableOp" not in traced
     # Only that variable changed: no process-wide patch.
     assert "AssignAddVariableOp" not in ops(lambda: other.assign_add(1.0))
+
+
+class FakeEpoch:
+    """A model, callbacks, schedule and join for `_run_epoch`: each call
+    scheduled is one step, applied when joined."""
+
+    def __init__(self):
+        self.steps_per_execution = 1
+        self.stop_training = False
+        self.optimizer = types.SimpleNamespace(iterations=tf.Variable(0))
+        self.pending, self.events = 0, []
+
+    def on_train_batch_begin(self, batch):
+        pass
+
+    def on_train_batch_end(self, batch, logs):
+        pass
+
+    def schedule(self, function, args):
+        self.pending += 1
+        self.events.append("S")
+
+    def join(self):
+        self.optimizer.iterations.assign_add(self.pending)
+        self.pending = 0
+        self.events.append("J")
+
+
+def test_startup_delay_starts_worker_i_at_i_times_the_delay():
+    fake = FakeEpoch()
+    parameter_server._run_epoch(
+        fake,
+        fake,
+        fake.schedule,
+        None,
+        None,
+        10,
+        join=fake.join,
+        startup=parameter_server.StartupDelay(2, workers=3),
+    )
+    # Steps 0-1: one call at a time (worker 0); steps 2-3: two at once;
+    # from step 4 (= 2 x 2) every worker runs: no more waves.
+    assert "".join(fake.events) == "SJSJSSJSSSSSS"
+    assert parameter_server.StartupDelay(0, workers=3).concurrent(0) is None
+    delay = parameter_server.StartupDelay(10, workers=4)
+    assert [delay.concurrent(s) for s in (0, 9, 10, 25, 30)] == [
+        1,
+        1,
+        2,
+        3,
+        None,
+    ]

@@ -126,6 +126,11 @@ class WorkerWatch:
         self._reachable_at = clock()
         self._probed_at = -math.inf
 
+    @property
+    def workers(self):
+        """The workers' addresses."""
+        return list(self._workers)
+
     @classmethod
     def of(cls, strategy):
         """The watch of a `ParameterServerStrategy`'s workers."""
@@ -157,6 +162,39 @@ class WorkerWatch:
                 "keras_slim.callbacks.Checkpoints resumes from the latest "
                 f"checkpoint. The bound is {WORKER_TIMEOUT_ENV} (seconds)."
             )
+
+
+class StartupDelay:
+    """TF-Slim's `startup_delay_steps` for asynchronous workers: worker `i`
+    starts when the global step reaches `i * delay_steps`.
+
+    The coordinator cannot address one worker, so it bounds how many
+    calls run at once instead: `1 + step // delay_steps` (one worker's
+    worth at the start, all of them from `(workers - 1) * delay_steps`
+    on), in waves it joins.
+
+    Args:
+        delay_steps: Non-negative integer; 0 starts every worker at once.
+        workers: Positive integer: the cluster's workers.
+
+    Example:
+    ```python
+    delay = StartupDelay(10, workers=4)
+    delay.concurrent(0), delay.concurrent(25)  # 1, 3; None from step 30
+    ```
+    """
+
+    def __init__(self, delay_steps, workers):
+        self._delay = delay_steps
+        self._workers = workers
+
+    def concurrent(self, step):
+        """How many calls may run at once at global step `step`, or `None`
+        when every worker has started (no bound)."""
+        if self._delay <= 0:
+            return None
+        allowed = 1 + step // self._delay
+        return None if allowed >= self._workers else allowed
 
 
 def watched_join(coord, watch, poll_secs=0.002):
@@ -315,6 +353,7 @@ def fit(
     step_function = loops.scheduled_steps_function(model)
     watch = WorkerWatch.of(strategy)
     join = translate_error(lambda: watched_join(coord, watch))
+    startup = StartupDelay(run.startup_delay_steps, len(watch.workers))
     schedule = translate_error(coord.schedule)
 
     callback_list = keras.callbacks.CallbackList(
@@ -344,6 +383,8 @@ def fit(
                     step_function,
                     iterator,
                     steps_per_epoch,
+                    join=join,
+                    startup=startup,
                 )
                 join()
                 logs = _epoch_logs(model)
@@ -362,14 +403,41 @@ def _epoch_logs(model):
     }
 
 
-def _run_epoch(model, callback_list, schedule, step_function, iterator, steps):
+def _run_epoch(
+    model,
+    callback_list,
+    schedule,
+    step_function,
+    iterator,
+    steps,
+    *,
+    join=lambda: None,
+    startup=None,
+):
+    """Schedules one epoch's calls, each between its callbacks.
+
+    With a `StartupDelay`, while not every worker has started, at most
+    its `concurrent` calls run at once: a wave of them is joined before
+    the next (the global step, read then, is exact).
+    """
     per_call = model.steps_per_execution
+    in_wave = 0
     for begin in range(0, steps, per_call):
         end = min(begin + per_call, steps) - 1
         callback_list.on_train_batch_begin(begin)
         if model.stop_training:
             break
+        if startup is not None:
+            allowed = startup.concurrent(
+                int(model.optimizer.iterations.numpy())
+            )
+            if allowed is None:
+                startup = None  # every worker has started
+            elif in_wave >= allowed:
+                join()
+                in_wave = 0
         schedule(step_function, args=(iterator, end - begin + 1))
+        in_wave += 1
         callback_list.on_train_batch_end(end, {})
         if model.stop_training:
             break

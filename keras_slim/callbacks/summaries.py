@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _run
+from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
@@ -166,12 +167,23 @@ class Summaries(StepCallback):
         """Gives the run the in-step hook, before the first call that runs
         a step traces it (not at train begin: a run with no step to run
         leaves no event file)."""
-        if self._in_step is not None or not self._chief:
+        if self._in_step is not None:
             return
         if not (self.gradients or self.activations):
             return
+        several = _strategy.is_multi_worker(self.model.distribute_strategy)
+        if not self._chief and not several:
+            return
+        # Under several workers every one makes the hook's variable (a
+        # collective broadcast) and traces the same step, so their
+        # collectives line up; only the chief writes.
+        writer = (
+            self._get_writer()
+            if self._chief
+            else tf.summary.create_noop_writer()
+        )
         self._in_step = StepSummaries(
-            self._get_writer(),
+            writer,
             gradients=self.gradients,
             activations=self.activations,
             model=self.model,

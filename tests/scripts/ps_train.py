@@ -104,6 +104,8 @@ with LocalCluster(workers=2, ps=2) as cluster:
             number_of_steps=args.steps,
             save_interval_steps=50,
             log_every_n_steps=25,
+            # Worker 1 starts at global step 10 (TF-Slim's meaning).
+            startup_delay_steps=10,
         )
     else:
         saver = callbacks.Checkpoints(args.logdir, every_n_steps=50)
