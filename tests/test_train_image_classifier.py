@@ -315,28 +315,20 @@ def test_decay_steps_per_replica_as_inception_computes_them():
     # inception_distributed_train on ImageNet: 1281167 examples, batch 32,
     # a decay every 2 epochs, 50 replicas aggregated per step:
     # int(1281167 / 32 * 2.0 / 50) = int(1601.45875) = 1601.
-    schedule = _configure.learning_rate(
-        "exponential",
-        0.045,
+    imagenet = dict(
         num_samples_per_epoch=1281167,
         batch_size=32,
         num_epochs_per_decay=2.0,
         decay_factor=0.94,
         end_learning_rate=0.0001,
-        replicas_to_aggregate=50,
+    )
+    schedule = _configure.learning_rate(
+        "exponential", 0.045, replicas_to_aggregate=50, **imagenet
     )
     assert schedule.decay_steps == 1601
     assert float(schedule(1600)) == pytest.approx(0.045)
     assert float(schedule(1601)) == pytest.approx(0.045 * 0.94)
-    one = _configure.learning_rate(
-        "exponential",
-        0.045,
-        num_samples_per_epoch=1281167,
-        batch_size=32,
-        num_epochs_per_decay=2.0,
-        decay_factor=0.94,
-        end_learning_rate=0.0001,
-    )
+    one = _configure.learning_rate("exponential", 0.045, **imagenet)
     assert one.decay_steps == 80072  # int(1281167 * 2.0 / 32), TF-Slim's
 
 
