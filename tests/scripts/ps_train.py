@@ -1,7 +1,7 @@
 """SlimModel.fit as the coordinator of a local parameter-server cluster.
 
 Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
-       [--kill-worker-at N] [--kill-ps-at N] [--kill-all-workers-at N]
+       [--kill-worker-at N] [--kill-ps-at N] [--then-kill-all-workers-at N]
        [--steps-per-execution N]
 
 Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
@@ -30,7 +30,7 @@ parser.add_argument("--steps", type=int, default=160)
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill-worker-at", type=int)
 parser.add_argument("--kill-ps-at", type=int)
-parser.add_argument("--kill-all-workers-at", type=int)
+parser.add_argument("--then-kill-all-workers-at", type=int)
 parser.add_argument("--steps-per-execution", type=int, default=1)
 parser.add_argument("--train", action="store_true", help="keras_slim.train")
 args = parser.parse_args()
@@ -57,9 +57,21 @@ class Kill(keras.callbacks.Callback):
             self.cluster.kill("worker", 1)
         if self.batches == args.kill_ps_at:
             self.cluster.kill("ps", 1)
-        if self.batches == args.kill_all_workers_at:
-            self.cluster.kill("worker", 0)
-            self.cluster.kill("worker", 1)
+
+
+class KillAll(keras.callbacks.Callback):
+    """Kills every worker still alive after some batches."""
+
+    def __init__(self, cluster, at):
+        super().__init__()
+        self.cluster, self.at, self.batches = cluster, at, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches += 1
+        if self.batches == self.at:
+            for index in range(2):
+                if self.cluster._servers[("worker", index)].poll() is None:
+                    self.cluster.kill("worker", index)
 
 
 result = {}
@@ -142,5 +154,16 @@ with LocalCluster(workers=2, ps=2) as cluster:
         result["metric_devices"] = [
             v.value.device for m in model.metrics for v in m.variables
         ]
+    if args.then_kill_all_workers_at:
+        # A second fit loses every worker: an error within the bound.
+        try:
+            model.fit(
+                dataset_fn,
+                steps_per_epoch=args.steps,
+                verbose=0,
+                callbacks=[KillAll(cluster, args.then_kill_all_workers_at)],
+            )
+        except RuntimeError as error:
+            result["all_lost_error"] = str(error)
 with open(args.out, "w") as f:
     json.dump(result, f)
