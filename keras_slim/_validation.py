@@ -40,6 +40,18 @@ def positive_int_or_none(name, value):
     return int(value)
 
 
+def checkpoints_to_keep(name, value):
+    """How many recent checkpoints to keep: a non-negative integer or
+    `None`; returns `None` (keep every one, as TF1's `Saver`) for 0."""
+    if value is not None and (not is_int(value) or value < 0):
+        raise invalid(
+            name,
+            value,
+            "a non-negative integer (0 or None keeps every checkpoint)",
+        )
+    return int(value) if value else None
+
+
 def positive_number_or_none(name, value):
     """Returns `value` as a float if it is a positive number or `None`."""
     if value is None:

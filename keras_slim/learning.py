@@ -136,13 +136,9 @@ def _check_arguments(args):
     _validation.positive_int_or_none(
         "trace_every_n_steps", args["trace_every_n_steps"]
     )
-    keep = args["keep_checkpoint_max"]
-    if keep is not None and (not _validation.is_int(keep) or keep < 0):
-        raise _validation.invalid(
-            "keep_checkpoint_max",
-            keep,
-            "a non-negative integer (0 or None keeps every checkpoint)",
-        )
+    _validation.checkpoints_to_keep(
+        "keep_checkpoint_max", args["keep_checkpoint_max"]
+    )
     delay = args["startup_delay_steps"]
     if not _validation.is_int(delay) or delay < 0:
         raise _validation.invalid(

@@ -115,16 +115,9 @@ class Checkpoints(StepCallback):
         self._trigger = IntervalTrigger(
             every_n_steps=every_n_steps, every_n_secs=every_n_secs
         )
-        if max_to_keep is not None and (
-            not _validation.is_int(max_to_keep) or max_to_keep < 0
-        ):
-            raise _validation.invalid(
-                "max_to_keep",
-                max_to_keep,
-                "a non-negative integer (0 or None keeps every checkpoint)",
-            )
-        # 0 keeps all, as TF1's Saver(max_to_keep=0).
-        self.max_to_keep = int(max_to_keep) if max_to_keep else None
+        self.max_to_keep = _validation.checkpoints_to_keep(
+            "max_to_keep", max_to_keep
+        )
         self.keep_checkpoint_every_n_hours = (
             _validation.positive_number_or_none(
                 "keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours
