@@ -21,6 +21,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 __all__ = [
     "Functional",
+    "allow_run_on_coordinator",
     "TrackableObjectGraph",
     "autoconvert_optionals",
     "backing_variable",
@@ -154,6 +155,14 @@ def parameter_server_cluster(strategy):
     `host:port` lists (`strategy._cluster_resolver`: its public
     `cluster_resolver` property is `None`)."""
     return strategy._cluster_resolver.cluster_spec().as_dict()
+
+
+def allow_run_on_coordinator(strategy):
+    """Lets the coordinator itself call `strategy.run` without TensorFlow's
+    warning that it should be scheduled on a worker
+    (`ParameterServerStrategyV2.extended._allow_run_without_coordinator`):
+    a synchronous step applies its averaged gradients from there."""
+    strategy.extended._allow_run_without_coordinator = True
 
 
 def make_assign_add_atomic(variable):

@@ -203,6 +203,19 @@ class LocalCluster:
         process.kill()
         process.wait()
 
+    def pause(self, job, index):
+        """Stops one server task with SIGSTOP: a straggler, until `resume`.
+
+        Its connections stay open, so the coordinator waits for it (no
+        error, no rescheduling): what backup workers
+        (`DeploymentConfig(replicas_to_aggregate=...)`) are for.
+        """
+        self._servers[(job, index)].send_signal(signal.SIGSTOP)
+
+    def resume(self, job, index):
+        """Lets a task stopped by `pause` go on (SIGCONT)."""
+        self._servers[(job, index)].send_signal(signal.SIGCONT)
+
     def run(self, command, timeout=None, capture=True):
         """Runs the training program: once as the coordinator (`ps > 0`), or
         once per worker with its `TF_CONFIG`.

@@ -11,7 +11,9 @@ module maps the same configuration onto them:
 - `num_replicas > 1`: `MultiWorkerMirroredStrategy` (synchronous
   replicas);
 - `num_ps_tasks > 0`: `ParameterServerStrategy` (variables round-robin
-  over the ps tasks).
+  over the ps tasks); asynchronous workers, or with
+  `replicas_to_aggregate` synchronous steps with backup workers
+  (`SyncReplicasOptimizer`, `keras_slim/_fit/sync_replicas.py`).
 
 The cluster of the last two comes from `cluster_resolver`, else from the
 `TF_CONFIG` environment variable (`tf.distribute.cluster_resolver.
@@ -25,6 +27,7 @@ import tensorflow as tf
 
 from keras_slim import _strategy
 from keras_slim import _validation
+from keras_slim._fit import sync_replicas
 
 __all__ = ["DeploymentConfig"]
 
@@ -173,11 +176,27 @@ class DeploymentConfig:
         cluster_resolver: A `tf.distribute.cluster_resolver.ClusterResolver`
             for replicas or parameter servers; `None` reads `TF_CONFIG`.
             Defaults to `None`.
+        replicas_to_aggregate: Positive integer or `None`. With parameter
+            servers, TF1's `SyncReplicasOptimizer`: training is synchronous,
+            each step averages the first `replicas_to_aggregate` gradients
+            computed on the current variables (over `total_num_replicas`
+            in flight) and drops stale ones. Without parameter servers it
+            must equal `num_replicas` (every step aggregates every worker).
+            `None`: asynchronous parameter servers.
+            Defaults to `None`.
+        total_num_replicas: Positive integer or `None`: with
+            `replicas_to_aggregate`, the gradient computations in flight
+            per step; above `replicas_to_aggregate` the others are backups
+            (their stale results are dropped), below it workers compute
+            several batches per step. `None`: the cluster's workers.
+            Defaults to `None`.
 
     Raises:
         ValueError: for an argument out of range, for settings the cluster
             contradicts (no ps job, another number of tasks), or for more
-            clones than GPUs without `clone_on_cpu`. Checked by
+            clones than GPUs without `clone_on_cpu`, or for
+            `replicas_to_aggregate` without parameter servers (other than
+            `num_replicas`) or with several clones per worker. Checked by
             `strategy()`, before any strategy is made.
 
     Example:
@@ -186,6 +205,14 @@ class DeploymentConfig:
     with config.strategy().scope():
         model = build_model()
         model.compile(optimizer="sgd", loss="mse")
+    ```
+
+    Synchronous steps over parameter servers with one backup worker (3
+    workers in `TF_CONFIG`, each step applies the first 2 gradients):
+    ```python
+    config = keras_slim.DeploymentConfig(
+        num_ps_tasks=1, replicas_to_aggregate=2, total_num_replicas=3
+    )
     ```
     """
 
@@ -200,6 +227,8 @@ class DeploymentConfig:
         worker_job_name="worker",
         ps_job_name="ps",
         cluster_resolver=None,
+        replicas_to_aggregate=None,
+        total_num_replicas=None,
     ):
         self.num_clones = _validation.positive_int("num_clones", num_clones)
         self.clone_on_cpu = _validation.boolean("clone_on_cpu", clone_on_cpu)
@@ -233,7 +262,59 @@ class DeploymentConfig:
                 "a tf.distribute.cluster_resolver.ClusterResolver or None",
             )
         self._resolver = cluster_resolver
+        self.replicas_to_aggregate = _validation.positive_int_or_none(
+            "replicas_to_aggregate", replicas_to_aggregate
+        )
+        self.total_num_replicas = _validation.positive_int_or_none(
+            "total_num_replicas", total_num_replicas
+        )
+        self._check_aggregation()
         self._strategy = None
+
+    def _check_aggregation(self):
+        aggregate, total = self.replicas_to_aggregate, self.total_num_replicas
+        if aggregate is None:
+            if total is not None:
+                raise ValueError(
+                    "`total_num_replicas` is used only with "
+                    "`replicas_to_aggregate`. Received: total_num_replicas="
+                    f"{total}, replicas_to_aggregate=None"
+                )
+            return
+        if self.num_ps_tasks > 0:
+            if self.num_clones > 1:
+                raise ValueError(
+                    "`replicas_to_aggregate` takes one gradient per worker "
+                    "computation, so each worker must have one clone. "
+                    f"Received: replicas_to_aggregate={aggregate}, "
+                    f"num_clones={self.num_clones}"
+                )
+            return
+        if aggregate != self.num_replicas or total not in (None, aggregate):
+            raise ValueError(
+                "Backup workers (`replicas_to_aggregate` below the workers) "
+                "need parameter servers: pass num_ps_tasks > 0. Without "
+                "them every step aggregates all `num_replicas` workers "
+                "(MultiWorkerMirroredStrategy), so replicas_to_aggregate "
+                "must equal num_replicas and total_num_replicas be unset. "
+                f"Received: replicas_to_aggregate={aggregate}, "
+                f"total_num_replicas={total}, num_replicas="
+                f"{self.num_replicas}, num_ps_tasks={self.num_ps_tasks}"
+            )
+
+    @property
+    def synchronous_steps(self):
+        """`(replicas_to_aggregate, total_num_replicas)` of synchronous
+        steps over parameter servers, or `None` (asynchronous, or no
+        parameter servers). `total_num_replicas` defaults to the cluster's
+        workers, so this reads the cluster then."""
+        if self.replicas_to_aggregate is None or self.num_ps_tasks == 0:
+            return None
+        total = self.total_num_replicas
+        if total is None:
+            jobs = self.cluster_resolver.cluster_spec().as_dict()
+            total = len(jobs.get(self.worker_job_name, [])) or 1
+        return self.replicas_to_aggregate, total
 
     @property
     def kind(self):
@@ -358,7 +439,15 @@ class DeploymentConfig:
                     f"{sorted(jobs)}."
                 )
             self._multi_worker_clones()
-            return tf.distribute.ParameterServerStrategy(self.cluster_resolver)
+            strategy = tf.distribute.ParameterServerStrategy(
+                self.cluster_resolver
+            )
+            steps = self.synchronous_steps
+            if steps is not None:
+                sync_replicas.configure(
+                    strategy, sync_replicas.Settings(*steps)
+                )
+            return strategy
         if kind == "multi_worker":
             jobs = self._jobs()
             workers = len(jobs.get(self.worker_job_name, [])) + len(
@@ -412,6 +501,14 @@ class DeploymentConfig:
                 f"{self.ps_job_name!r}), variables round-robin; workers: "
                 f"job {self.worker_job_name!r}; this process coordinates"
             )
+        steps = self.synchronous_steps
+        if steps is not None:
+            aggregate, total = steps
+            lines.append(
+                f"  synchronous steps: each averages the first {aggregate} "
+                f"of {total} gradients in flight ({max(total - aggregate, 0)}"
+                " backups), stale ones dropped"
+            )
         if self.kind in ("multi_worker", "parameter_server"):
             resolver = self.cluster_resolver
             spec = resolver.cluster_spec().as_dict() if resolver else {}
@@ -426,5 +523,7 @@ class DeploymentConfig:
             f"DeploymentConfig(num_clones={self.num_clones}, clone_on_cpu="
             f"{self.clone_on_cpu}, replica_id={self.replica_id}, "
             f"num_replicas={self.num_replicas}, num_ps_tasks="
-            f"{self.num_ps_tasks})"
+            f"{self.num_ps_tasks}, replicas_to_aggregate="
+            f"{self.replicas_to_aggregate}, total_num_replicas="
+            f"{self.total_num_replicas})"
         )

@@ -376,7 +376,9 @@ def train(
             times this (the coordinator runs at most `1 + step // delay`
             workers' calls at once until all of them run). Elsewhere
             there is no global step shared by separate workers to wait
-            on, and a value above 0 is a `ValueError`.
+            on, and a value above 0 is a `ValueError`; so it is with
+            synchronous steps (`DeploymentConfig(replicas_to_aggregate=
+            ...)`), as TF-Slim required with a `sync_optimizer`.
             Defaults to `0`.
         fail_on_nan_loss: Whether a non-finite loss (or, for a
             `SlimModel`, gradient) raises

@@ -12,6 +12,7 @@ call, the data feed, the multi-step loops) is in `keras_slim/_fit/`; the
 Keras internals both use are in `keras_slim/_keras.py`.
 """
 
+import collections
 import functools
 import inspect
 
@@ -26,6 +27,13 @@ from keras_slim import gradients as gradients_lib
 from keras_slim.policy import GradientPolicy
 
 __all__ = ["SlimModel", "wrap"]
+
+
+class _Gate(collections.namedtuple("_Gate", "finite error squares raises")):
+    """A step's numeric verdict: `finite` (a boolean tensor, or `None`
+    without a check), the assertion's `error` data when a non-finite step
+    fails (`None` when it is skipped), the gradients' squared norms the
+    clip stage reuses, and whether the run raises on a non-finite step."""
 
 
 def _batch_size(x):
@@ -263,6 +271,67 @@ class SlimModel(keras.Model):
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         run = _run.current(self)
+        y_pred, loss, grads, plan = self._gradients(x, y, sample_weight)
+        grads, total_loss = _optimizer.sum_across_replicas(
+            grads, loss if plan.check_numerics else None
+        )
+        gate = self._gate(plan, grads, total_loss, run)
+        self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
+        self._apply_summed(grads, plan, run, gate, x=x)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def gradient_step(self, data):
+        """The first half of a train step: forward, loss, summed gradients.
+
+        What each worker computes for a synchronous step over parameter
+        servers (`DeploymentConfig(replicas_to_aggregate=...)`): the
+        loss and metrics are reported as in `train_step`; nothing is
+        applied.
+
+        Args:
+            data: A batch, `(x, y, sample_weight)` in Keras's convention.
+
+        Returns:
+            `(grads, loss)`: the gradients of the policy's variables summed
+            across this worker's replicas (`None` where a variable has no
+            gradient), and the loss summed likewise (the batch's mean).
+        """
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        y_pred, loss, grads, _ = self._gradients(x, y, sample_weight)
+        grads, total_loss = _optimizer.sum_across_replicas(grads, loss)
+        # A non-finite loss is left out of the reported mean; the step that
+        # aggregates it decides whether to skip or fail.
+        self._track_loss(
+            loss, _batch_size(x), tf.math.is_finite(total_loss), False
+        )
+        self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+        return grads, total_loss
+
+    def apply_step(self, grads, loss):
+        """The second half of a train step: gate, policy, apply.
+
+        Applies gradients already aggregated (summed across replicas, or
+        averaged over workers by a synchronous step) as `train_step` does:
+        a non-finite loss or gradient fails or skips the step.
+
+        Args:
+            grads: One gradient (or `None`) per variable of the policy,
+                in the order of `gradient_step`'s.
+            loss: The scalar loss the gradients belong to.
+        """
+        run = _run.current(self)
+        plan = self._plan()
+        grads = list(grads)
+        gate = self._gate(plan, grads, loss, run)
+        self._apply_summed(grads, plan, run, gate, x=None)
+
+    def _gradients(self, x, y, sample_weight):
+        """Forward, loss, and the gradients of the policy's variables.
+
+        Returns:
+            `(y_pred, loss, grads, plan)`; the plan is resolved after the
+            forward pass, which builds a subclassed model's variables.
+        """
         with tf.GradientTape() as tape:
             if _keras.call_has_training_arg(self):
                 y_pred = self(x, training=True)
@@ -272,33 +341,40 @@ class SlimModel(keras.Model):
             scaled_loss = self.optimizer.scale_loss(loss)
         plan = self._plan()
         grads = tape.gradient(scaled_loss, list(plan.variables))
-        grads, total_loss = _optimizer.sum_across_replicas(
-            grads, loss if plan.check_numerics else None
-        )
-        finite = error = squares = None
-        raise_on_nonfinite = run is None or run.raise_on_nonfinite
-        if plan.check_numerics:
-            # Once, on the sum: the same verdict on every replica. A
-            # LossScaleOptimizer handles its own gradient overflows.
-            present = [g for g in grads if g is not None]
-            if present and not hasattr(self.optimizer, "inner_optimizer"):
-                squares = gradients_lib.squared_norms(present)
-            finite, error = _optimizer.numeric_check(total_loss, squares)
-            if not raise_on_nonfinite:
-                error = None
+        return y_pred, loss, grads, plan
+
+    def _gate(self, plan, grads, total_loss, run):
+        """The step's numeric check on summed gradients (see `_Gate`)."""
+        raises = run is None or run.raise_on_nonfinite
+        if not plan.check_numerics:
+            return _Gate(None, None, None, raises)
+        # Once, on the sum: the same verdict on every replica. A
+        # LossScaleOptimizer handles its own gradient overflows.
+        squares = None
+        present = [g for g in grads if g is not None]
+        if present and not hasattr(self.optimizer, "inner_optimizer"):
+            squares = gradients_lib.squared_norms(present)
+        finite, error = _optimizer.numeric_check(total_loss, squares)
+        return _Gate(finite, error if raises else None, squares, raises)
+
+    def _apply_summed(self, grads, plan, run, gate, *, x):
+        """Policy, in-step summaries and the gated update."""
         grads = plan.apply(
             grads,
             scale=_optimizer.loss_scale(self.optimizer),
-            squares=squares,
+            squares=gate.squares,
         )
         if run is not None and run.step_summaries is not None:
             run.step_summaries(self, x, grads, plan.variables)
-        self._track_loss(loss, _batch_size(x), finite, raise_on_nonfinite)
         skipped = None if run is None else run.skipped_steps
         _optimizer.apply_gradients(
-            self.optimizer, grads, plan.variables, finite, error, skipped
+            self.optimizer,
+            grads,
+            plan.variables,
+            gate.finite,
+            gate.error,
+            skipped,
         )
-        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):
         """Reports the step's loss as the built-in train step does.

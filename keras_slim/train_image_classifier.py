@@ -158,11 +158,22 @@ def parser():
     add("--clone_on_cpu", action="store_true")
     add("--worker_replicas", type=_positive_int, default=1)
     add(
+        "--sync_replicas",
+        action="store_true",
+        help="Whether or not to synchronize the replicas during training. "
+        "With --num_ps_tasks: each step averages the first "
+        "--replicas_to_aggregate of --worker_replicas gradients and drops "
+        "stale ones (SyncReplicasOptimizer); without parameter servers the "
+        "replicas are always synchronous (MultiWorkerMirroredStrategy)",
+    )
+    add(
         "--replicas_to_aggregate",
         type=_positive_int,
         default=None,
-        help="workers whose gradients each step aggregates; the learning "
-        "rate's decay steps are divided by it (default: --worker_replicas)",
+        help="The number of gradients to collect before updating params; "
+        "the learning rate's decay steps are divided by it (default: "
+        "--worker_replicas). Below --worker_replicas the others are backup "
+        "workers (needs --num_ps_tasks and --sync_replicas)",
     )
     add("--num_ps_tasks", type=_non_negative_int, default=0)
     add(
@@ -185,9 +196,11 @@ def parser():
     add(
         "--summarize_activations",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=None,
         help="histograms and sparsity of each layer's output (a "
-        "conditional branch in the step)",
+        "conditional branch in the step; default: on, except for "
+        "synchronous steps over parameter servers, whose batches stay on "
+        "the workers)",
     )
     add(
         "--summarize_gradients",
@@ -260,22 +273,35 @@ def _check(p, flags):
     if flags.task is None:
         flags.task = 0 if flags.num_ps_tasks else _task_from_tf_config(p)
 
-    if flags.num_ps_tasks and flags.worker_replicas > 1:
+    sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
+    if flags.num_ps_tasks and flags.worker_replicas > 1 and not sync_ps:
         p.error(
             "argument --num_ps_tasks: with parameter servers the workers "
-            "are asynchronous; --worker_replicas must stay 1, got "
-            f"{flags.worker_replicas}"
+            "are asynchronous unless --sync_replicas is set; "
+            f"--worker_replicas must stay 1, got {flags.worker_replicas}"
         )
     if flags.replicas_to_aggregate is None:
         flags.replicas_to_aggregate = flags.worker_replicas
-    if flags.replicas_to_aggregate != flags.worker_replicas:
+    if flags.replicas_to_aggregate != flags.worker_replicas and not sync_ps:
         p.error(
-            "argument --replicas_to_aggregate: each synchronous step "
-            "aggregates every worker (MultiWorkerMirroredStrategy): it must "
-            f"equal --worker_replicas={flags.worker_replicas}, got "
-            f"{flags.replicas_to_aggregate} (backup workers are not "
-            "supported)"
+            "argument --replicas_to_aggregate: backup workers (fewer "
+            "gradients per step than --worker_replicas) need parameter "
+            "servers and --sync_replicas (--num_ps_tasks > 0); without "
+            "them each step aggregates every worker "
+            "(MultiWorkerMirroredStrategy): it must equal "
+            f"--worker_replicas={flags.worker_replicas}, got "
+            f"{flags.replicas_to_aggregate}"
         )
+    if flags.summarize_activations is None:
+        flags.summarize_activations = not sync_ps
+    elif flags.summarize_activations and sync_ps:
+        p.error(
+            "argument --summarize_activations: synchronous steps over "
+            "parameter servers apply on the coordinator, where the "
+            "workers' batches are not; pass --no-summarize_activations"
+        )
+    if sync_ps:
+        flags.task = 0  # the coordinator
     if flags.task >= flags.worker_replicas:
         p.error(
             f"argument --task: {flags.task} is not below "
@@ -295,12 +321,15 @@ def _check(p, flags):
 
 
 def _deployment(flags):
+    sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
     return keras_slim.DeploymentConfig(
         num_clones=flags.num_clones,
         clone_on_cpu=flags.clone_on_cpu,
-        replica_id=flags.task,
-        num_replicas=flags.worker_replicas,
+        replica_id=0 if sync_ps else flags.task,
+        num_replicas=1 if sync_ps else flags.worker_replicas,
         num_ps_tasks=flags.num_ps_tasks,
+        replicas_to_aggregate=flags.replicas_to_aggregate if sync_ps else None,
+        total_num_replicas=flags.worker_replicas if sync_ps else None,
     )
 
 

@@ -195,6 +195,78 @@ def test_the_parameter_server_coordinator_is_the_chief():
     assert "parameter servers: 2" in config.describe()
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"replicas_to_aggregate": 0}, "Received: replicas_to_aggregate=0"),
+        (
+            {"replicas_to_aggregate": 2, "total_num_replicas": 1.5},
+            "Received: total_num_replicas=1.5",
+        ),
+        (
+            {"total_num_replicas": 3},
+            "only with `replicas_to_aggregate`. Received: total_num_rep",
+        ),
+        (
+            {"replicas_to_aggregate": 2},
+            "need parameter servers: pass num_ps_tasks > 0",
+        ),
+        (
+            {"num_replicas": 3, "replicas_to_aggregate": 2},
+            "replicas_to_aggregate=2, total_num_replicas=None, num_replica",
+        ),
+        (
+            {
+                "num_replicas": 2,
+                "replicas_to_aggregate": 2,
+                "total_num_replicas": 3,
+            },
+            "total_num_replicas=3",
+        ),
+        (
+            {
+                "num_ps_tasks": 1,
+                "replicas_to_aggregate": 2,
+                "num_clones": 2,
+                "clone_on_cpu": True,
+            },
+            "each worker must have one clone",
+        ),
+    ],
+)
+def test_bad_aggregation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DeploymentConfig(**kwargs)
+
+
+def test_synchronous_replicas_already_aggregate_every_worker():
+    # Without parameter servers every step takes every worker: accepted.
+    config = DeploymentConfig(
+        num_replicas=2, replicas_to_aggregate=2, cluster_resolver=None
+    )
+    assert config.synchronous_steps is None
+    assert DeploymentConfig(replicas_to_aggregate=1).synchronous_steps is None
+
+
+def test_backup_workers_default_to_the_cluster_workers():
+    spec = dict(PS_CLUSTER, worker=["127.0.0.1:1", "127.0.0.1:2", "h:3"])
+    config = DeploymentConfig(
+        num_ps_tasks=2,
+        replicas_to_aggregate=np.int64(2),
+        cluster_resolver=resolver(spec, "chief"),
+    )
+    assert config.synchronous_steps == (2, 3)
+    assert "first 2 of 3 gradients in flight (1 backups)" in config.describe()
+    assert "replicas_to_aggregate=2, total_num_replicas=None" in repr(config)
+    explicit = DeploymentConfig(
+        num_ps_tasks=2,
+        replicas_to_aggregate=4,
+        total_num_replicas=2,
+        cluster_resolver=resolver(spec, "chief"),
+    )
+    assert explicit.synchronous_steps == (4, 2)
+
+
 def test_exported():
     assert keras_slim.DeploymentConfig is DeploymentConfig
 

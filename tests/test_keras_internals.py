@@ -60,6 +60,13 @@ def test_private_names_exist():
     # to end by test_parameter_server.py's lost-workers test).
     source = inspect.getsource(tf.distribute.ParameterServerStrategy.__init__)
     assert "self._cluster_resolver = cluster_resolver" in source
+    # allow_run_on_coordinator: the flag TensorFlow's warning reads (the
+    # synchronous steps of test_sync_replicas.py run there end to end).
+    module = inspect.getmodule(tf.distribute.ParameterServerStrategy)
+    check = inspect.getsource(
+        module.ParameterServerStrategyV2Extended._assert_being_scheduled_by_cluster_coordinator  # noqa: E501
+    )
+    assert "self._allow_run_without_coordinator" in check
 
 
 def test_keras_functional_injection_rewrites_bases():

@@ -104,7 +104,22 @@ def test_policy_and_scope_flags_parse():
         (["--keep_checkpoint_max", "-1"], "argument --keep_checkpoint_max"),
         (
             ["--worker_replicas", "3", "--replicas_to_aggregate", "2"],
-            "argument --replicas_to_aggregate: each synchronous step",
+            "argument --replicas_to_aggregate: backup workers (fewer",
+        ),
+        (
+            ["--num_ps_tasks", "1", "--replicas_to_aggregate", "2"],
+            "need parameter servers and --sync_replicas",
+        ),
+        (
+            [
+                "--num_ps_tasks",
+                "1",
+                "--sync_replicas",
+                "--worker_replicas",
+                "3",
+                "--summarize_activations",
+            ],
+            "argument --summarize_activations: synchronous steps over",
         ),
         (
             ["--keep_checkpoint_every_n_hours", "0"],
@@ -338,6 +353,35 @@ def test_replicas_to_aggregate_defaults_to_the_workers(tmp_path):
     )
     cli._check(cli.parser(), flags)
     assert flags.replicas_to_aggregate == 2
+
+
+def test_sync_replicas_flags_make_backup_workers(tmp_path):
+    """TF-Slim's --sync_replicas with parameter servers: the first
+    --replicas_to_aggregate of --worker_replicas gradients per step."""
+    p = cli.parser()
+    flags = p.parse_args(
+        [
+            "--train_dir",
+            str(tmp_path),
+            "--num_ps_tasks",
+            "1",
+            "--sync_replicas",
+            "--worker_replicas",
+            "3",
+            "--replicas_to_aggregate",
+            "2",
+        ]
+    )
+    cli._check(p, flags)
+    config = cli._deployment(flags)
+    assert (config.replicas_to_aggregate, config.total_num_replicas) == (2, 3)
+    assert config.kind == "parameter_server"
+    # The batches stay on the workers: activation summaries default off.
+    assert flags.summarize_activations is False
+    plain = p.parse_args(["--train_dir", str(tmp_path)])
+    cli._check(p, plain)
+    assert plain.summarize_activations is True
+    assert cli._deployment(plain).replicas_to_aggregate is None
 
 
 def test_digits_split_is_stratified_and_relabelled():

@@ -43,6 +43,7 @@ import tensorflow as tf
 from keras_slim import _keras
 from keras_slim import _validation
 from keras_slim._fit import loops
+from keras_slim._fit import sync_replicas
 
 _COORDINATORS = weakref.WeakKeyDictionary()
 
@@ -344,17 +345,38 @@ def fit(
     _check_arguments(steps_per_epoch, validation_data, epochs, unsupported)
     strategy = model.distribute_strategy
     dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
+    settings = sync_replicas.settings_of(strategy)
+    if settings is not None and run.startup_delay_steps:
+        raise ValueError(
+            "`startup_delay_steps` must be 0 with synchronous steps "
+            "(DeploymentConfig(replicas_to_aggregate=...)), as TF-Slim "
+            "required with a `sync_optimizer`: every step waits for the "
+            "workers anyway. Received: startup_delay_steps="
+            f"{run.startup_delay_steps}"
+        )
     with strategy.scope():
         _keras.symbolic_build(model, sample)
     model.make_train_function()  # resolves the policy, installs the mixin
     make_updates_atomic(model)
     coord = coordinator(strategy)
     iterator = iter(coord.create_per_worker_dataset(dataset_fn))
-    step_function = loops.scheduled_steps_function(model)
     watch = WorkerWatch.of(strategy)
     join = translate_error(lambda: watched_join(coord, watch))
-    startup = StartupDelay(run.startup_delay_steps, len(watch.workers))
-    schedule = translate_error(coord.schedule)
+    if settings is not None:
+        sync = sync_replicas.SyncSteps(model, coord, iterator, settings, watch)
+        schedule = _sync_schedule(sync, translate_error)
+        step_function = None
+        # Each step ends applied: callbacks read exact variables and step.
+        settle = None
+        # Backups still in flight are waited for once, at the end.
+        join = _nothing
+        startup = None
+    else:
+        sync = None
+        step_function = loops.scheduled_steps_function(model)
+        schedule = translate_error(coord.schedule)
+        settle = join
+        startup = StartupDelay(run.startup_delay_steps, len(watch.workers))
 
     callback_list = keras.callbacks.CallbackList(
         callbacks,
@@ -366,12 +388,14 @@ def fit(
         model=model,
     )
     model.stop_training = False
-    run.set_settle(join)
+    run.set_settle(settle)
     try:
         with _lost_ps():
             callback_list.on_train_begin()
             # NanLossGuard has set the NaN mode: the step is traced later.
             model.train_function.attach_skipped_steps(run)
+            if sync is not None:
+                _check_sync_summaries(run)
             logs = {}
             for epoch in range(initial_epoch, epochs):
                 model.reset_metrics()
@@ -391,6 +415,9 @@ def fit(
                 callback_list.on_epoch_end(epoch, logs)
                 if model.stop_training:
                     break
+            if sync is not None:
+                translate_error(sync.drain)()
+                sync.log_counts()
             callback_list.on_train_end(logs)
     finally:
         run.set_settle(None)
@@ -441,6 +468,36 @@ def _run_epoch(
         callback_list.on_train_batch_end(end, {})
         if model.stop_training:
             break
+
+
+def _nothing():
+    pass
+
+
+def _check_sync_summaries(run):
+    """Activation summaries need the step's batch, which a synchronous
+    step's apply (on the coordinator) does not have."""
+    hook = run.step_summaries
+    if hook is not None and hook.activations:
+        raise ValueError(
+            "Activation summaries cannot be written by synchronous steps "
+            "over parameter servers (DeploymentConfig(replicas_to_aggregate"
+            "=...)): the gradients are applied on the coordinator, and the "
+            "batches stay on the workers. Pass summarize_activations=False "
+            "(Summaries(activations=False)); gradient summaries work."
+        )
+
+
+def _sync_schedule(sync, translate_error):
+    """A `schedule` for `_run_epoch` running `steps` synchronous steps."""
+    step = translate_error(sync.step)
+
+    def schedule(function, args):
+        del function
+        for _ in range(args[1]):
+            step()
+
+    return schedule
 
 
 @contextlib.contextmanager

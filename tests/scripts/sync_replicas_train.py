@@ -1,0 +1,183 @@
+"""Synchronous steps over parameter servers, as a coordinator process.
+
+Usage: python sync_replicas_train.py MODE OUT_JSON LOGDIR
+
+MODE `average`: one worker, `replicas_to_aggregate=2` of
+`total_num_replicas=2`: the worker computes two batches per step, in
+order, and the step applies their average through the policy. The same
+model trained on one device on batches twice the size (the two batches
+concatenated) is the reference: the final weights must agree.
+
+MODE `backup`: three workers, each step takes the first 2 of 3; worker 2
+is stopped (SIGSTOP) from step 5 to step 25, and training goes on
+without it (it is let go on only once step 25 is reached); its gradient
+is stale when it comes back and is dropped. Through `keras_slim.train`,
+with a checkpoint at the end.
+
+Writes what the tests check to OUT_JSON.
+"""
+
+import json
+import logging
+import os
+import sys
+import time
+
+os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import keras_slim  # noqa: E402
+from keras_slim.cluster import LocalCluster  # noqa: E402
+
+mode, out, logdir = sys.argv[1:4]
+BATCH = 16
+
+
+def examples():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(320, 8)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32") + (x[:, 1] > 0).astype("int32")
+    return x, y
+
+
+def augmented(batch):
+    """Shuffled every pass, with noise keyed by position: the same stream
+    in every process (no global seed involved)."""
+    x, y = examples()
+    rng = np.random.default_rng(3)
+    order = np.concatenate([rng.permutation(len(x)) for _ in range(8)])
+
+    def noise(index, example):
+        features, label = example
+        seed = tf.stack([index, tf.constant(7, tf.int64)])
+        return features + 0.1 * tf.random.stateless_normal(
+            (8,), seed=seed
+        ), label
+
+    return (
+        tf.data.Dataset.from_tensor_slices((x[order], y[order]))
+        .repeat()
+        .enumerate()
+        .map(noise)
+        .batch(batch)
+    )
+
+
+def dataset_fn(input_context):
+    del input_context
+    return augmented(BATCH)
+
+
+def build():
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
+    outputs = keras.layers.Dense(3, name="logits")(hidden)
+    model = keras_slim.SlimModel(
+        inputs,
+        outputs,
+        gradient_policy=keras_slim.GradientPolicy(
+            clip_norm=0.5, multipliers={"logits/.*": 2.0}
+        ),
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        steps_per_execution=1,
+    )
+    return model
+
+
+class Straggler(keras.callbacks.Callback):
+    """Stops worker 2 at one step and lets it go on at another."""
+
+    def __init__(self, cluster, pause_at, resume_at):
+        super().__init__()
+        self.cluster = cluster
+        self.pause_at, self.resume_at = pause_at, resume_at
+        self.steps = {}
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step == self.pause_at:
+            self.cluster.pause("worker", 2)
+            self.steps["paused"] = step
+            self.steps["paused_time"] = time.monotonic()
+        if step == self.resume_at:
+            self.steps["resumed"] = step
+            self.steps["paused_secs"] = (
+                time.monotonic() - self.steps["paused_time"]
+            )
+            self.cluster.resume("worker", 2)
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+lines = Lines()
+logging.getLogger("keras_slim").addHandler(lines)
+logging.getLogger("keras_slim").setLevel(logging.INFO)
+
+result = {}
+workers = 1 if mode == "average" else 3
+with LocalCluster(workers=workers, ps=1) as cluster:
+    config = keras_slim.DeploymentConfig(
+        num_ps_tasks=1,
+        cluster_resolver=cluster.resolver(),
+        replicas_to_aggregate=2,
+        total_num_replicas=2 if mode == "average" else None,
+    )
+    result["describe"] = config.describe()
+    with config.strategy().scope():
+        model = build()
+    try:
+        keras_slim.train(
+            model,
+            dataset_fn,
+            logdir=None,
+            number_of_steps=3,
+            startup_delay_steps=2,
+        )
+    except ValueError as error:
+        result["startup_delay_error"] = str(error)
+    if mode == "average":
+        history = model.fit(dataset_fn, steps_per_epoch=12, epochs=2, verbose=0)
+        result["history"] = history.history
+        weights = [np.asarray(w) for w in model.get_weights()]
+        reference = build()
+        reference.fit(augmented(2 * BATCH).take(24), epochs=1, verbose=0)
+        result["max_difference"] = max(
+            float(np.max(np.abs(a - np.asarray(b))))
+            for a, b in zip(weights, reference.get_weights())
+        )
+        result["reference_iterations"] = int(
+            reference.optimizer.iterations.numpy()
+        )
+    else:
+        straggler = Straggler(cluster, pause_at=5, resume_at=25)
+        result["loss"] = keras_slim.train(
+            model,
+            dataset_fn,
+            logdir=logdir,
+            number_of_steps=40,
+            # Only the final save, after the resume: the first call of a
+            # new function (a save) waits for every worker to answer.
+            save_interval_secs=None,
+            log_every_n_steps=None,
+            callbacks=[straggler],
+        )
+        result["steps"] = straggler.steps
+    result["iterations"] = int(model.optimizer.iterations.numpy())
+    result["log"] = lines.lines
+with open(out, "w") as f:
+    json.dump(result, f)
