@@ -1,32 +1,41 @@
 # keras_slim: the two set-up commands are `make demo` and `make test`.
-# Both create .venv on first use (Python 3.11, or python3) and install the
-# package with its dev extras; the install is redone when pyproject.toml
-# changes.
+# Both create .venv on first use (Python 3.11, or python3): `make demo`
+# installs the package as a user would (`pip install -e .`), `make test`
+# with its dev extras; each install is redone when pyproject.toml changes.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+USER_STAMP := $(VENV)/.installed-user
 # Two workers: the suite is sized for 2 cores (under 10 minutes).
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+$(USER_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(USER_STAMP)
+
 # The main job: train_image_classifier on the digits, 2 clones on CPU
-# devices, into ./train_digits. A second `make demo` resumes from there.
+# devices, into ./train_digits, then eval_image_classifier on its
+# checkpoint (into ./train_digits/eval). A second `make demo` resumes.
 DEMO_FLAGS := --train_dir train_digits --num_clones 2 --clone_on_cpu \
 	--max_number_of_steps 600 --optimizer adam --learning_rate 0.005 \
-	--opt_epsilon 1e-7 --log_every_n_steps 100 --save_summaries_secs 30 \
+	--opt_epsilon 1e-7 --log_every_n_steps 100 --save_summaries_steps 20 \
 	--trace_every_n_steps 600
 
-demo: $(STAMP)
+demo: $(USER_STAMP)
 	$(BIN)/keras-slim-train $(DEMO_FLAGS)
+	$(BIN)/keras-slim-eval --checkpoint_path train_digits
 
 lint: $(STAMP)
 	$(BIN)/ruff check keras_slim tests bench examples

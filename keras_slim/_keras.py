@@ -35,6 +35,7 @@ __all__ = [
     "is_functional_call",
     "loss_tracker",
     "make_assign_add_atomic",
+    "moving_averages",
     "reduce_step_outputs_auto",
     "replace_all_reduce_sum",
     "set_initial_epoch",
@@ -195,6 +196,18 @@ def make_assign_add_atomic(variable):
 
 
 # -- Optimizers ----------------------------------------------------------
+
+
+def moving_averages(optimizer):
+    """The `(variable, moving average)` pairs of an optimizer built with
+    `use_ema=True` (`_trainable_variables`, `_model_variables_moving_
+    average`: Keras keeps them in two aligned lists), else `[]`."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if not getattr(inner, "use_ema", False) or not inner.built:
+        return []
+    return list(
+        zip(inner._trainable_variables, inner._model_variables_moving_average)
+    )
 
 
 def replace_all_reduce_sum(optimizer, make_replacement):

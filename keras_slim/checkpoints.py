@@ -9,7 +9,11 @@ holds what resuming a run exactly needs:
 - `model`: every variable of the model, keyed by its path (trainable and
   not: batch-norm statistics, the state of dropout's seed generators);
 - `optimizer`: the optimizer's own variables (`iterations`, the global
-  step; slots such as Adam's moments; a loss scale).
+  step; slots such as Adam's moments; a loss scale);
+- `averages`: with `use_ema=True` (`--moving_average_decay`), the
+  moving averages again, keyed by their variable's path, so that an
+  evaluation finds them without knowing the optimizer
+  (`keras-slim-eval`).
 
 Keras 3 models are not tracked as `tf.train.Checkpoint` dependencies by
 their layers, so the model's variables are listed by path here.
@@ -27,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_slim import _checkpoint_readers
+from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.gradients import variable_path
@@ -81,6 +86,8 @@ def _model_variables(model):
 
 #: The checkpoint entry holding the model's variable paths, in model order.
 STRUCTURE_KEY = "structure"
+#: The checkpoint entry holding the moving averages by variable path.
+AVERAGES_KEY = "averages"
 
 
 def training_checkpoint(model, *, data=None, names=None):
@@ -125,9 +132,31 @@ def training_checkpoint(model, *, data=None, names=None):
         "optimizer": model.optimizer,
         STRUCTURE_KEY: structure,
     }
+    _build_moving_averages(model)
+    averages = _keras.moving_averages(model.optimizer)
+    if averages:
+        # The same variables as the optimizer's slots: saved once.
+        by_variable = {id(v): name for name, v in variables.items()}
+        parts[AVERAGES_KEY] = {
+            by_variable[id(v)]: average
+            for v, average in averages
+            if id(v) in by_variable
+        }
     if data is not None:
         parts["data"] = data
     return tf.train.Checkpoint(**parts)
+
+
+def _build_moving_averages(model):
+    """Builds an optimizer with `use_ema=True` that the first step has not
+    built yet (on the trainable variables, as the train step does), so
+    that every checkpoint holds the averages."""
+    optimizer = model.optimizer
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if getattr(inner, "use_ema", False) and not inner.built:
+        if model.trainable_variables:
+            with model.distribute_strategy.scope():
+                optimizer.build(model.trainable_variables)
 
 
 def _saved_structure(path):

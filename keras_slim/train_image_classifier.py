@@ -2,11 +2,15 @@
 
 The same flags, names and defaults as TF-Slim's script (plus
 `--gradient_multipliers`, `--freeze` and `--clip_gradient_norm` for the
-gradient policy, and `--labels` to train on some digits). The dataset is
-scikit-learn's 8x8 digits, shipped with the package; the network a small
-CNN with batch norm (`conv1`, `conv2`, `logits`). It trains with
-`keras_slim.train` under the strategy of a `keras_slim.DeploymentConfig`,
-then prints the held-out accuracy and how to open TensorBoard.
+gradient policy, and `--labels` to train on some digits). The data is
+scikit-learn's 8x8 digits, shipped with the package, or a user's images
+(`--dataset_dir`: a folder of class subfolders, or TF-Slim's TFRecord
+shards; `keras_slim.image_data`); the network a small CNN with batch norm
+(`conv1`, `conv2`, `logits`) or a Keras Applications net
+(`--model_name`, `keras_slim.nets`). It trains with `keras_slim.train`
+under the strategy of a `keras_slim.DeploymentConfig`, then prints the
+held-out accuracy and how to open TensorBoard; `keras-slim-eval`
+evaluates the checkpoints.
 
     keras-slim-train --train_dir /tmp/digits --num_clones 2 --clone_on_cpu \\
         --max_number_of_steps 600 --optimizer adam --learning_rate 0.005
@@ -30,13 +34,14 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 
 import keras_slim  # noqa: E402
 from keras_slim import _checkpoint_readers  # noqa: E402
 from keras_slim import _configure  # noqa: E402
-from keras_slim import _digits  # noqa: E402
+from keras_slim import _image_task  # noqa: E402
 from keras_slim import _validation  # noqa: E402
+from keras_slim import eval_image_classifier  # noqa: E402
+from keras_slim import nets  # noqa: E402
 from keras_slim.callbacks import StepCallback  # noqa: E402
 from keras_slim.callbacks import WarmStart  # noqa: E402
 from keras_slim.callbacks._files import check_writable  # noqa: E402
@@ -124,39 +129,37 @@ def _multipliers(text):
     return multipliers
 
 
-def _labels(text):
-    """`0-4` or `5,6,7` -> a list of digits."""
-    labels = []
-    for part in text.split(","):
-        first, _, last = part.strip().partition("-")
-        try:
-            labels += list(range(int(first), int(last or first) + 1))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected digits like 0-4 or 5,7: {text!r}"
-            ) from None
-    if not labels or any(not 0 <= d <= 9 for d in labels):
-        raise argparse.ArgumentTypeError(f"digits must be 0-9: {text!r}")
-    if len(set(labels)) != len(labels) or len(labels) < 2:
-        raise argparse.ArgumentTypeError(
-            f"need at least 2 distinct digits: {text!r}"
-        )
-    return labels
-
-
 def parser():
-    """The argument parser, with TF-Slim's flag names and defaults."""
+    """The argument parser, with TF-Slim's flag names, defaults and help."""
     p = argparse.ArgumentParser(
         prog="keras-slim-train",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = p.add_argument
-    add("--train_dir", default="/tmp/tfmodel/", help="checkpoints, logs")
+    add(
+        "--train_dir",
+        default="/tmp/tfmodel/",
+        help="Directory where checkpoints and event logs are written to.",
+    )
     # Deployment (model_deploy).
-    add("--num_clones", type=_positive_int, default=1)
-    add("--clone_on_cpu", action="store_true")
-    add("--worker_replicas", type=_positive_int, default=1)
+    add(
+        "--num_clones",
+        type=_positive_int,
+        default=1,
+        help="Number of model clones to deploy.",
+    )
+    add(
+        "--clone_on_cpu",
+        action="store_true",
+        help="Use CPUs to deploy clones (logical CPU devices).",
+    )
+    add(
+        "--worker_replicas",
+        type=_positive_int,
+        default=1,
+        help="Number of worker replicas.",
+    )
     add(
         "--sync_replicas",
         action="store_true",
@@ -164,7 +167,7 @@ def parser():
         "With --num_ps_tasks: each step averages the first "
         "--replicas_to_aggregate of --worker_replicas gradients and drops "
         "stale ones (SyncReplicasOptimizer); without parameter servers the "
-        "replicas are always synchronous (MultiWorkerMirroredStrategy)",
+        "replicas are always synchronous (MultiWorkerMirroredStrategy).",
     )
     add(
         "--replicas_to_aggregate",
@@ -173,84 +176,224 @@ def parser():
         help="The number of gradients to collect before updating params; "
         "the learning rate's decay steps are divided by it (default: "
         "--worker_replicas). Below --worker_replicas the others are backup "
-        "workers (needs --num_ps_tasks and --sync_replicas)",
+        "workers (needs --num_ps_tasks and --sync_replicas).",
     )
-    add("--num_ps_tasks", type=_non_negative_int, default=0)
+    add(
+        "--num_ps_tasks",
+        type=_non_negative_int,
+        default=0,
+        help="The number of parameter servers. If the value is 0, then the "
+        "parameters are handled locally by the worker.",
+    )
     add(
         "--task",
         type=_non_negative_int,
         default=None,
-        help="replica id (default: the index in TF_CONFIG, else 0)",
+        help="Task id of the replica running the training (default: the "
+        "index in TF_CONFIG, else 0).",
     )
     # Training services (slim.learning.train).
-    add("--max_number_of_steps", type=_positive_int, default=None)
-    add("--batch_size", type=_positive_int, default=32, help="per clone")
-    add("--log_every_n_steps", type=_positive_int, default=10)
-    add("--save_summaries_secs", type=_positive_float, default=600)
+    add(
+        "--max_number_of_steps",
+        type=_positive_int,
+        default=None,
+        help="The maximum number of training steps.",
+    )
+    add(
+        "--batch_size",
+        type=_positive_int,
+        default=32,
+        help="The number of samples in each batch (per clone).",
+    )
+    add(
+        "--log_every_n_steps",
+        type=_positive_int,
+        default=10,
+        help="The frequency with which logs are printed.",
+    )
+    add(
+        "--save_summaries_secs",
+        type=_positive_float,
+        default=600,
+        help="The frequency with which summaries are saved, in seconds.",
+    )
+    add(
+        "--save_summaries_steps",
+        type=_positive_int,
+        default=None,
+        help="Also save summaries every this many steps.",
+    )
     add(
         "--summarize_variables",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="histograms of the variables in the summaries",
+        help="Histograms of the variables in the summaries.",
     )
     add(
         "--summarize_activations",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="histograms and sparsity of each layer's output (a "
+        help="Histograms and sparsity of each layer's output (a "
         "conditional branch in the step; default: on, except for "
         "synchronous steps over parameter servers, whose batches stay on "
-        "the workers)",
+        "the workers).",
     )
     add(
         "--summarize_gradients",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="histograms and norms of the gradients after the policy (a "
-        "conditional branch in the step)",
+        help="Histograms and norms of the gradients after the policy (a "
+        "conditional branch in the step).",
     )
-    add("--save_interval_secs", type=_positive_float, default=600)
-    add("--trace_every_n_steps", type=_positive_int, default=None)
+    add(
+        "--save_interval_secs",
+        type=_positive_float,
+        default=600,
+        help="The frequency with which the model is saved, in seconds.",
+    )
+    add(
+        "--trace_every_n_steps",
+        type=_positive_int,
+        default=None,
+        help="Trace the steps beginning at multiples of this (Chrome "
+        "traces and TensorBoard profiles in --train_dir).",
+    )
     add(
         "--keep_checkpoint_max",
         type=_non_negative_int,
         default=5,
-        help="recent checkpoints to keep; 0 keeps every one",
+        help="Recent checkpoints to keep; 0 keeps every one.",
     )
     add(
         "--keep_checkpoint_every_n_hours",
         type=_positive_float,
         default=None,
-        help="also keep one checkpoint every this many hours",
+        help="Also keep one checkpoint every this many hours.",
     )
     # Optimization.
-    add("--optimizer", choices=_configure.OPTIMIZERS, default="rmsprop")
-    add("--learning_rate", type=_positive_float, default=0.01)
+    add(
+        "--optimizer",
+        choices=_configure.OPTIMIZERS,
+        default="rmsprop",
+        help="The name of the optimizer.",
+    )
+    add(
+        "--learning_rate",
+        type=_positive_float,
+        default=0.01,
+        help="Initial learning rate.",
+    )
     add(
         "--learning_rate_decay_type",
         choices=_configure.DECAY_TYPES,
         default="exponential",
+        help="Specifies how the learning rate is decayed.",
     )
-    add("--num_epochs_per_decay", type=_positive_float, default=2.0)
-    add("--learning_rate_decay_factor", type=_positive_float, default=0.94)
-    add("--end_learning_rate", type=_non_negative_float, default=0.0001)
-    add("--opt_epsilon", type=_positive_float, default=1.0)
-    add("--momentum", type=_fraction, default=0.9)
-    add("--label_smoothing", type=_fraction, default=0.0)
-    add("--moving_average_decay", type=_fraction, default=None)
-    add("--weight_decay", type=_non_negative_float, default=0.00004)
+    add(
+        "--num_epochs_per_decay",
+        type=_positive_float,
+        default=2.0,
+        help="Number of epochs after which learning rate decays.",
+    )
+    add(
+        "--learning_rate_decay_factor",
+        type=_positive_float,
+        default=0.94,
+        help="Learning rate decay factor.",
+    )
+    add(
+        "--end_learning_rate",
+        type=_non_negative_float,
+        default=0.0001,
+        help="The minimal end learning rate used by a polynomial decay "
+        "learning rate.",
+    )
+    add(
+        "--opt_epsilon",
+        type=_positive_float,
+        default=1.0,
+        help="Epsilon term for the optimizer.",
+    )
+    add(
+        "--momentum",
+        type=_fraction,
+        default=0.9,
+        help="The momentum for the MomentumOptimizer and RMSPropOptimizer.",
+    )
+    add(
+        "--label_smoothing",
+        type=_fraction,
+        default=0.0,
+        help="The amount of label smoothing.",
+    )
+    add(
+        "--moving_average_decay",
+        type=_fraction,
+        default=None,
+        help="The decay to use for the moving average. If left as None, "
+        "then moving averages are not used.",
+    )
+    add(
+        "--weight_decay",
+        type=_non_negative_float,
+        default=0.00004,
+        help="The weight decay on the model weights.",
+    )
     # Fine-tuning (variables_helper, WarmStart).
-    add("--checkpoint_path", default=None)
-    add("--checkpoint_exclude_scopes", type=_scopes, default=[])
-    add("--trainable_scopes", type=_scopes, default=None)
-    add("--ignore_missing_vars", action="store_true")
+    add(
+        "--checkpoint_path",
+        default=None,
+        help="The path to a checkpoint from which to fine-tune: a "
+        "keras_slim or TF2 checkpoint, a Keras .weights.h5 file, or a "
+        "TF-Slim checkpoint (mobilenet_v2's names are mapped).",
+    )
+    add(
+        "--checkpoint_exclude_scopes",
+        type=_scopes,
+        default=[],
+        help="Comma-separated list of scopes of variables to exclude when "
+        "restoring from a checkpoint (prefixes of the model's variable "
+        "paths, e.g. logits).",
+    )
+    add(
+        "--trainable_scopes",
+        type=_scopes,
+        default=None,
+        help="Comma-separated list of scopes to filter the set of "
+        "variables to train. By default, None would train all the "
+        "variables.",
+    )
+    add(
+        "--ignore_missing_vars",
+        action="store_true",
+        help="When restoring a checkpoint would ignore missing variables.",
+    )
     # The gradient policy.
-    add("--gradient_multipliers", type=_multipliers, default={})
-    add("--freeze", type=_scopes, default=[])
-    add("--clip_gradient_norm", type=_positive_float, default=None)
-    # Data.
-    add("--dataset_name", choices=["digits"], default="digits")
-    add("--labels", type=_labels, default=None, help="e.g. 0-4 (all: 0-9)")
+    add(
+        "--gradient_multipliers",
+        type=_multipliers,
+        default={},
+        help="pattern=value,...: multiply the gradients of the variables "
+        "whose paths match (object_detection's multiply_gradients_"
+        "matching_regex).",
+    )
+    add(
+        "--freeze",
+        type=_scopes,
+        default=[],
+        help="Comma-separated scopes whose variables are not trained "
+        "(freeze_gradients_matching_regex).",
+    )
+    add(
+        "--clip_gradient_norm",
+        type=_positive_float,
+        default=None,
+        help="Clip each gradient to this norm (create_train_op's "
+        "clip_gradient_norm).",
+    )
+    # The network and the data.
+    _image_task.add_model_flags(add, image_size_flag="--train_image_size")
+    _image_task.add_data_flags(add)
     return p
 
 
@@ -348,12 +491,17 @@ def _policy(flags):
     )
 
 
-def _build(flags, num_samples, num_classes):
+def _build(flags, task):
     keras.utils.set_random_seed(0)
-    inputs = keras.Input((8, 8, 1), name="images")
-    # Batch norm is synchronized: clones train like one device.
-    logits = _digits.network(num_classes, flags.weight_decay)(inputs)
-    model = keras_slim.SlimModel(inputs, logits, gradient_policy=_policy(flags))
+    model = nets.build(
+        task.model_name,
+        task.num_classes,
+        image_size=task.image_size,
+        channels=task.channels,
+        weight_decay=flags.weight_decay,
+        gradient_policy=_policy(flags),
+    )
+    num_samples = task.num_samples
     rate = _configure.learning_rate(
         flags.learning_rate_decay_type,
         flags.learning_rate,
@@ -405,12 +553,33 @@ def _configure_logging():
     _LOG.propagate = False
 
 
-def _evaluate(model, flags, test):
-    x, y = test
+def _held_out(model, flags, task):
+    """The accuracy on the held-out split, printed at the end of training."""
     if flags.moving_average_decay:
         model.optimizer.finalize_variable_values(model.trainable_variables)
-    logits = np.asarray(model(x, training=False))
-    return float(np.mean(np.argmax(logits, axis=1) == y)), len(y)
+    results = eval_image_classifier.evaluate(model, task.make_dataset(None))
+    return results["accuracy"], results["count"]
+
+
+def _warm_start(flags):
+    if not flags.checkpoint_path:
+        return None
+    name_map = None
+    reader = _checkpoint_readers.resolve(flags.checkpoint_path)
+    tf1 = isinstance(reader, _checkpoint_readers.TF1Reader)
+    reader.close()
+    if tf1:
+        # A TF-Slim checkpoint: TF-Slim's names, not Keras's paths.
+        try:
+            name_map = nets.slim_name_map(flags.model_name)
+        except ValueError:
+            name_map = None  # names as they are (the paths)
+    return WarmStart(
+        flags.checkpoint_path,
+        exclude=[f"{s}.*" for s in flags.checkpoint_exclude_scopes],
+        ignore_missing=flags.ignore_missing_vars,
+        name_map=name_map,
+    )
 
 
 def run(flags):
@@ -419,21 +588,21 @@ def run(flags):
     strategy = config.strategy()  # before anything uses TensorFlow's devices
 
     _LOG.info("%s", config.describe())
-    labels = flags.labels or list(range(10))
-    (x, y), test = _digits.load(flags.labels)
     clones = flags.num_clones if flags.num_ps_tasks else None
     replicas = clones or strategy.num_replicas_in_sync
-    make = _digits.dataset_fn(x, y, flags.batch_size * replicas, len(labels))
+    train = _image_task.task(
+        flags,
+        split="train",
+        batch_size=flags.batch_size * replicas,
+        image_size=flags.train_image_size,
+        is_training=True,
+    )
     with strategy.scope():
-        model = _build(flags, len(x), len(labels))
-    data = make if flags.num_ps_tasks else make(None)
-    warm = None
-    if flags.checkpoint_path:
-        warm = WarmStart(
-            flags.checkpoint_path,
-            exclude=[f"{s}.*" for s in flags.checkpoint_exclude_scopes],
-            ignore_missing=flags.ignore_missing_vars,
-        )
+        model = _build(flags, train)
+    data = train.make_dataset
+    if not flags.num_ps_tasks:
+        data = data(None)  # parameter-server workers call the function
+    warm = _warm_start(flags)
     progress = []
     if sys.stdout.isatty() and flags.max_number_of_steps:
         progress = [_Progress(flags.max_number_of_steps)]
@@ -445,6 +614,7 @@ def run(flags):
             number_of_steps=flags.max_number_of_steps,
             log_every_n_steps=None if progress else flags.log_every_n_steps,
             save_summaries_secs=flags.save_summaries_secs,
+            save_summaries_steps=flags.save_summaries_steps,
             summarize_variables=flags.summarize_variables,
             summarize_activations=flags.summarize_activations,
             summarize_gradients=flags.summarize_gradients,
@@ -463,10 +633,18 @@ def run(flags):
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return PREEMPTED_EXIT_CODE
     if config.is_chief:
-        accuracy, count = _evaluate(model, flags, test)
+        held_out = _image_task.task(
+            flags,
+            split="validation",
+            batch_size=100,
+            image_size=flags.train_image_size,
+            is_training=False,
+        )
+        accuracy, count = _held_out(model, flags, held_out)
         step = int(model.optimizer.iterations.numpy())
+        what = "digits" if flags.dataset_dir is None else "images"
         print(
-            f"held-out accuracy: {accuracy:.4f} on {count} digits "
+            f"held-out accuracy: {accuracy:.4f} on {count} {what} "
             f"(global step {step})"
         )
         print(f"TensorBoard: tensorboard --logdir {flags.train_dir}")
@@ -478,6 +656,7 @@ def main(argv=None):
     p = parser()
     flags = p.parse_args(argv)
     _check(p, flags)
+    _image_task.check_flags(p, flags, "--train_image_size")
     _configure_logging()
     try:
         return run(flags)

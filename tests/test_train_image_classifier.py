@@ -191,8 +191,10 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert "model.ckpt-600.index" in names
     assert "tf_trace-0.json" in names
     assert any(n.startswith("events.out.tfevents") for n in names)
-    # train_image_classifier's summaries, read with TensorBoard's reader.
-    tags = set(read_events(train_dir))
+    # train_image_classifier's summaries, read with TensorBoard's reader:
+    # curves, every 20 steps (--save_summaries_steps).
+    events = read_events(train_dir)
+    tags = set(events)
     assert {
         "losses/total_loss",
         "losses/regularization_loss",
@@ -200,6 +202,25 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
         "conv1/kernel",
         "logits/kernel",
     } <= tags
+    for tag in ("loss", "losses/total_loss", "learning_rate", "accuracy"):
+        assert len(events[tag]) >= 10, (tag, sorted(events[tag]))
+    assert len(events["global_step/sec"]) >= 10
+    assert len(events["logits/kernel"]) >= 10  # histograms too
+    # `make demo` then evaluates the checkpoint into train_dir/eval.
+    evaluated = run_module(
+        "keras_slim.eval_image_classifier",
+        "--checkpoint_path",
+        str(train_dir),
+        env={"TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert "global step 600: eval/Accuracy = " in evaluated.stdout
+    eval_events = read_events(train_dir / "eval")
+    assert list(eval_events["eval/Accuracy"]) == [600]
+    assert float(eval_events["eval/Accuracy"][600]) == pytest.approx(
+        accuracy(first.stdout), abs=1e-4
+    )
+    assert 600 in eval_events["eval/Recall_5"]
     assert any(t.startswith("sparsity/") for t in tags)
     assert any(t.startswith("activations/") for t in tags)
     assert not any(t.endswith("/gradient_norm") for t in tags)  # off
@@ -208,7 +229,7 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"Restored {train_dir}/model.ckpt-600" in second.stdout
     assert "loss = " not in second.stdout
-    assert sorted(os.listdir(train_dir)) == names
+    assert sorted(os.listdir(train_dir)) == sorted(names + ["eval"])
     assert accuracy(second.stdout) == accuracy(first.stdout)
 
 

@@ -1,0 +1,329 @@
+"""`keras-slim-eval`: TF-Slim's eval_image_classifier.py on keras_slim.
+
+Evaluates the checkpoints `keras-slim-train` writes, on the validation
+split of the same data, with the same network flags:
+
+    keras-slim-eval --checkpoint_path /tmp/digits
+
+- `--checkpoint_path` a directory: its latest checkpoint; a prefix
+  (`.../model.ckpt-600`): that one;
+- with `--eval_interval_secs`, each new checkpoint of the directory as it
+  appears (TF-Slim's `evaluation_loop`, on `tf.train.checkpoints_iterator`),
+  until none has appeared for `--timeout` seconds (default 600: no wait
+  without a bound), or until the step reaches `--max_number_of_steps`;
+- the moving averages (`--moving_average_decay` in training) are used
+  when the checkpoint holds them, as TF-Slim's eval restored the
+  `ExponentialMovingAverage` variables;
+- prints `eval/Accuracy` (and `eval/Recall_5`, top-5, with more than 5
+  classes) and writes them, with `eval/loss`, as `tf.summary` scalars at
+  the checkpoint's global step into `--eval_dir` (default `<checkpoint
+  dir>/eval`), which TensorBoard shows beside the training run.
+
+Exit codes: 0, 2 for a bad flag or no checkpoint to evaluate.
+"""
+
+import argparse
+import logging
+import math
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from keras_slim import _image_task  # noqa: E402
+from keras_slim import checkpoints as checkpoints_lib  # noqa: E402
+
+_LOG = logging.getLogger("keras_slim")
+
+
+def _positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
+    return value
+
+
+def _positive_float(text):
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
+    return value
+
+
+def parser():
+    """The argument parser, with TF-Slim's flag names, defaults and help."""
+    p = argparse.ArgumentParser(
+        prog="keras-slim-eval",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = p.add_argument
+    add(
+        "--checkpoint_path",
+        default="/tmp/tfmodel/",
+        help="The directory where the model was written to or an absolute "
+        "path to a checkpoint file.",
+    )
+    add(
+        "--eval_dir",
+        default=None,
+        help="Directory where the results are saved to (default: "
+        "<checkpoint directory>/eval, shown by TensorBoard beside "
+        "training).",
+    )
+    add(
+        "--batch_size",
+        type=_positive_int,
+        default=100,
+        help="The number of samples in each batch.",
+    )
+    add(
+        "--max_num_batches",
+        type=_positive_int,
+        default=None,
+        help="Max number of batches to evaluate by default use all.",
+    )
+    add(
+        "--dataset_split_name",
+        choices=("train", "validation"),
+        default="validation",
+        help="The name of the train/validation split.",
+    )
+    add(
+        "--eval_interval_secs",
+        type=_positive_float,
+        default=None,
+        help="Evaluate each new checkpoint of the directory, looking every "
+        "this many seconds (default: evaluate the latest once).",
+    )
+    add(
+        "--timeout",
+        type=_positive_float,
+        default=600,
+        help="With --eval_interval_secs: stop when no new checkpoint has "
+        "appeared for this many seconds.",
+    )
+    add(
+        "--max_number_of_steps",
+        type=_positive_int,
+        default=None,
+        help="With --eval_interval_secs: stop after evaluating a checkpoint "
+        "of this global step or later (the end of training).",
+    )
+    _image_task.add_model_flags(add, image_size_flag="--eval_image_size")
+    _image_task.add_data_flags(add)
+    return p
+
+
+def evaluate(model, dataset, *, max_num_batches=None):
+    """Accuracy, top-5 recall and loss of a model on batches of
+    `(images, one-hot labels)`, in inference mode.
+
+    Args:
+        model: A Keras model returning logits.
+        dataset: A finite `tf.data.Dataset`.
+        max_num_batches: Evaluate at most this many batches (`None`: all).
+            Defaults to `None`.
+
+    Returns:
+        A dict: `accuracy`, `recall_5` (`None` with 5 classes or fewer),
+        `loss` (mean cross-entropy) and `count` (examples).
+
+    Example:
+    ```python
+    results = evaluate(model, dataset.batch(100))
+    print(results["accuracy"])
+    ```
+    """
+    classes = model.outputs[0].shape[-1]
+    metrics = {
+        "accuracy": keras.metrics.CategoricalAccuracy(),
+        "loss": keras.metrics.Mean(),
+    }
+    if classes > 5:
+        metrics["recall_5"] = keras.metrics.TopKCategoricalAccuracy(k=5)
+    cross_entropy = keras.losses.CategoricalCrossentropy(
+        from_logits=True, reduction=None
+    )
+
+    @tf.function
+    def step(images, labels):
+        logits = model(images, training=False)
+        for name, metric in metrics.items():
+            if name == "loss":
+                metric.update_state(cross_entropy(labels, logits))
+            else:
+                metric.update_state(labels, logits)
+        return tf.shape(images)[0]
+
+    if max_num_batches is not None:
+        dataset = dataset.take(max_num_batches)
+    count = 0
+    for images, labels in dataset:
+        count += int(step(images, labels))
+    results = {name: float(m.result()) for name, m in metrics.items()}
+    results.setdefault("recall_5", None)
+    results["count"] = count
+    return results
+
+
+def restore_for_eval(model, path):
+    """Restores a training checkpoint's model variables into `model`,
+    with the moving averages in place of the trainable ones when the
+    checkpoint holds them.
+
+    Args:
+        model: The network, built as in training.
+        path: A checkpoint prefix.
+
+    Returns:
+        `(global_step, used_averages)`.
+
+    Raises:
+        ValueError: when the model differs from the checkpoint's.
+    """
+    names = checkpoints_lib._names_by_structure(
+        model, checkpoints_lib._saved_structure(path)
+    )
+    variables = checkpoints_lib._model_variables(model)
+    if names is not None:
+        variables = dict(zip(names, variables.values()))
+    saved = {v.name for v in checkpoints_lib.list_variables(path)}
+    averages = {
+        name: v
+        for name, v in variables.items()
+        if f"{checkpoints_lib.AVERAGES_KEY}/{name}" in saved
+    }
+    missing = [n for n in variables if f"model/{n}" not in saved]
+    if missing:
+        raise ValueError(
+            f"The checkpoint {path!r} does not hold these variables of "
+            f"model {model.name!r}: {missing[:10]}. Evaluate with the "
+            "--model_name, --train_image_size and data flags of training."
+        )
+    tf.train.Checkpoint(model=variables).read(path).expect_partial()
+    if averages:
+        # Then the averages over the trainable variables.
+        tf.train.Checkpoint(**{checkpoints_lib.AVERAGES_KEY: averages}).read(
+            path
+        ).expect_partial()
+    step = tf.train.load_checkpoint(path).get_tensor(
+        "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
+    )
+    return int(step), bool(averages)
+
+
+def _eval_dir(flags):
+    if flags.eval_dir:
+        return flags.eval_dir
+    directory = flags.checkpoint_path
+    if not os.path.isdir(directory):
+        directory = os.path.dirname(directory)
+    return os.path.join(directory, "eval")
+
+
+def _evaluate_checkpoint(model, task, path, writer, flags):
+    step, averaged = restore_for_eval(model, path)
+    results = evaluate(
+        model,
+        task.make_dataset(None),
+        max_num_batches=flags.max_num_batches,
+    )
+    values = {
+        "eval/Accuracy": results["accuracy"],
+        "eval/loss": results["loss"],
+    }
+    if results["recall_5"] is not None:
+        values["eval/Recall_5"] = results["recall_5"]
+    with writer.as_default(step=step):
+        for tag, value in values.items():
+            tf.summary.scalar(tag, value)
+    writer.flush()
+    shown = ", ".join(f"{tag} = {value:.4f}" for tag, value in values.items())
+    print(
+        f"global step {step}: {shown} ({results['count']} images"
+        f"{', moving averages' if averaged else ''})",
+        flush=True,
+    )
+    return step
+
+
+def _checkpoints(flags):
+    """The checkpoints to evaluate, as they appear."""
+    path = flags.checkpoint_path
+    if not os.path.isdir(path):
+        yield path
+        return
+    if flags.eval_interval_secs is None:
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise FileNotFoundError(
+                f"No checkpoint in --checkpoint_path={path!r} (looked for "
+                "its `checkpoint` state file). Train first, or pass "
+                "--eval_interval_secs to wait for one."
+            )
+        yield latest
+        return
+    yield from tf.train.checkpoints_iterator(
+        path, min_interval_secs=flags.eval_interval_secs, timeout=flags.timeout
+    )
+    print(
+        f"keras-slim-eval: no new checkpoint in {path} for "
+        f"{flags.timeout:g} s (--timeout): stopping.",
+        flush=True,
+    )
+
+
+def run(flags):
+    """Evaluates as the flags say; returns the exit code."""
+    task = _image_task.task(
+        flags,
+        split=flags.dataset_split_name,
+        batch_size=flags.batch_size,
+        image_size=flags.eval_image_size,
+        is_training=False,
+    )
+    from keras_slim import nets
+
+    keras.utils.set_random_seed(0)
+    model = nets.build(
+        task.model_name,
+        task.num_classes,
+        image_size=task.image_size,
+        channels=task.channels,
+    )
+    writer = tf.summary.create_file_writer(_eval_dir(flags))
+    for path in _checkpoints(flags):
+        step = _evaluate_checkpoint(model, task, path, writer, flags)
+        if flags.max_number_of_steps and step >= flags.max_number_of_steps:
+            break
+    return 0
+
+
+def main(argv=None):
+    """The console script `keras-slim-eval`."""
+    p = parser()
+    flags = p.parse_args(argv)
+    _image_task.check_flags(p, flags, "--eval_image_size")
+    if not os.path.exists(flags.checkpoint_path) and not tf.io.gfile.glob(
+        flags.checkpoint_path + ".index"
+    ):
+        p.error(
+            f"argument --checkpoint_path: {flags.checkpoint_path!r} is "
+            "neither a directory nor a checkpoint prefix"
+        )
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        return run(flags)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"keras-slim-eval: error: {error}", file=sys.stderr)
+        return 2
+
+
+__all__ = ["evaluate", "main", "parser", "restore_for_eval"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""keras-slim-train then keras-slim-eval on a user's images: a folder of
+class subfolders and TF-Slim's TFRecord shards, generated here; the flags'
+help; the warm start from a TF-Slim checkpoint the command picks."""
+
+import numpy as np
+import pytest
+
+from keras_slim import eval_image_classifier as eval_cli
+from keras_slim import image_data
+from keras_slim import nets
+from keras_slim import train_image_classifier as train_cli
+from tests.callbacks.test_summaries import read_events
+from tests.checkpoint_files import write_tf1
+from tests.helpers import run_module
+
+ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+CLASSES = ["red", "green", "blue"]
+
+
+def colored_images(per_class=30, size=24, seed=0):
+    """Three classes told apart by color, with noise."""
+    rng = np.random.default_rng(seed)
+    colors = np.array([[200, 30, 30], [30, 200, 30], [30, 30, 200]])
+    labels = np.repeat(np.arange(3), per_class)
+    noise = rng.normal(0, 40, (len(labels), size, size, 3))
+    images = np.clip(colors[labels][:, None, None, :] + noise, 0, 255)
+    return images.astype("uint8"), labels
+
+
+@pytest.fixture(scope="module", params=["folder", "tfrecord"])
+def dataset(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(request.param)
+    images, labels = colored_images()
+    if request.param == "folder":
+        image_data.write_image_folder(
+            images, labels, root / "data", class_names=CLASSES
+        )
+    else:
+        for split, keep in (("train", slice(None)), ("validation", slice(5))):
+            image_data.write_tfrecords(
+                images[keep],
+                labels[keep],
+                root / "data",
+                name="colors",
+                split=split,
+                shards=2,
+                class_names=CLASSES,
+            )
+    return request.param, root
+
+
+def test_train_then_eval(dataset):
+    kind, root = dataset
+    data = str(root / "data")
+    train_dir = root / "train"
+    trained = run_module(
+        "keras_slim.train_image_classifier",
+        *["--train_dir", str(train_dir), "--dataset_dir", data],
+        *["--dataset_name", "colors", "--train_image_size", "16"],
+        *["--batch_size", "16", "--max_number_of_steps", "60"],
+        *["--optimizer", "adam", "--learning_rate", "0.005"],
+        *["--opt_epsilon", "1e-7", "--log_every_n_steps", "30"],
+        *["--save_summaries_steps", "6", "--no-summarize_activations"],
+        timeout=300,
+        env=ENV,
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "global step 60: loss = " in trained.stdout
+    held_out = next(
+        line for line in trained.stdout.splitlines() if "held-out" in line
+    )
+    # The folder holds out 20% of each class; the shards, a split of 5.
+    expected = 18 if kind == "folder" else 5
+    assert f"on {expected} images (global step 60)" in held_out
+    events = read_events(train_dir)
+    assert len(events["loss"]) >= 10 and len(events["learning_rate"]) >= 10
+
+    evaluated = run_module(
+        "keras_slim.eval_image_classifier",
+        *["--checkpoint_path", str(train_dir), "--dataset_dir", data],
+        *["--eval_image_size", "16"],
+        timeout=300,
+        env=ENV,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    line = evaluated.stdout.strip().splitlines()[-1]
+    assert line.startswith("global step 60: eval/Accuracy = ")
+    accuracy = float(line.split("eval/Accuracy = ")[1].split(",")[0])
+    assert accuracy > 0.9  # chance is 1/3
+    assert f"({expected} images)" in line
+    assert "Recall_5" not in line  # 3 classes: no top-5
+    eval_events = read_events(train_dir / "eval")
+    assert float(eval_events["eval/Accuracy"][60]) == pytest.approx(accuracy)
+
+
+def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_module(
+        "keras_slim.train_image_classifier",
+        *["--train_dir", str(tmp_path / "t"), "--dataset_dir"],
+        str(tmp_path / "empty"),
+        env=ENV,
+    )
+    assert result.returncode == 2
+    assert str(tmp_path / "empty") in result.stderr
+    assert not (tmp_path / "t").exists() or not list(
+        (tmp_path / "t").glob("model.ckpt*")
+    )
+
+
+@pytest.mark.parametrize(
+    "main, args, message",
+    [
+        (
+            train_cli.main,
+            ["--model_name", "mobilenet_v2", "--train_image_size", "16"],
+            "argument --train_image_size: mobilenet_v2 takes images of at "
+            "least 32 pixels, got 16",
+        ),
+        (
+            train_cli.main,
+            ["--dataset_name", "flowers"],
+            "argument --dataset_name: 'flowers' needs --dataset_dir",
+        ),
+        (
+            train_cli.main,
+            ["--model_name", "vgg_16"],
+            "argument --model_name: invalid choice: 'vgg_16'",
+        ),
+        (
+            eval_cli.main,
+            ["--checkpoint_path", "/no/such/dir"],
+            "argument --checkpoint_path: '/no/such/dir' is neither",
+        ),
+        (
+            eval_cli.main,
+            ["--preprocessing_name", "lenet"],
+            "argument --preprocessing_name: invalid choice",
+        ),
+    ],
+)
+def test_bad_flags(main, args, message, tmp_path, capsys):
+    if main is train_cli.main:
+        args = ["--train_dir", str(tmp_path), *args]
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_eval_with_no_checkpoint_is_exit_2(tmp_path, capsys):
+    assert eval_cli.main(["--checkpoint_path", str(tmp_path)]) == 2
+    assert f"No checkpoint in --checkpoint_path={str(tmp_path)!r}" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("parser", [train_cli.parser, eval_cli.parser])
+def test_every_flag_has_help(parser):
+    p = parser()
+    missing = [
+        action.option_strings
+        for action in p._actions
+        if action.option_strings != ["-h", "--help"] and not action.help
+    ]
+    assert not missing
+
+
+def test_a_tf_slim_checkpoint_is_read_through_the_nets_name_map(tmp_path):
+    # TF-Slim's names for two MobileNetV2 variables, in a TF1 checkpoint.
+    prefix = write_tf1(
+        tmp_path / "mobilenet_v2.ckpt",
+        {"MobilenetV2/Conv/weights": np.ones((3, 3, 3, 32), "float32")},
+    )
+    flags = train_cli.parser().parse_args(
+        [
+            "--train_dir",
+            str(tmp_path / "t"),
+            "--model_name",
+            "mobilenet_v2",
+            "--checkpoint_path",
+            prefix,
+            "--checkpoint_exclude_scopes",
+            "logits",
+        ]
+    )
+    warm = train_cli._warm_start(flags)
+    mapping = nets.slim_name_map("mobilenet_v2")
+    assert warm._name_map("Conv1/kernel") == mapping("Conv1/kernel")
+    assert warm._name_map("Conv1/kernel") == "MobilenetV2/Conv/weights"
+    assert warm.exclude == ["logits.*"]
+    # A keras_slim (TF2) checkpoint keeps the paths.
+    flags.model_name = "digits_cnn"
+    assert train_cli._warm_start(flags)._name_map is None

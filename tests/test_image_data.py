@@ -1,0 +1,648 @@
+"""keras_slim.image_data and keras_slim.preprocessing on tiny generated data.
+
+Image `i` is color-coded: every pixel is 40 except its class's channel
+(200) and the next channel (10 + 5 * i), so a decoded image tells both its
+class and which image it is.
+"""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_slim import image_data
+from keras_slim import preprocessing
+
+NUM_CLASSES = 3
+PER_CLASS = 12
+NUM_IMAGES = NUM_CLASSES * PER_CLASS
+SIZE = 20
+CLASS_NAMES = ["red", "green", "blue"]
+
+
+def _images():
+    labels = np.arange(NUM_IMAGES) % NUM_CLASSES
+    images = np.full((NUM_IMAGES, SIZE, SIZE, 3), 40, np.uint8)
+    for i, label in enumerate(labels):
+        images[i, :, :, label] = 200
+        images[i, :, :, (label + 1) % NUM_CLASSES] = 10 + 5 * i
+    return images, labels
+
+
+def _identify(image):
+    """`(label, image index)` of a decoded image in [0, 1]."""
+    color = np.round(np.asarray(image).mean(axis=(0, 1)) * 255)
+    label = int(np.argmax(color))
+    return label, int(np.round((color[(label + 1) % NUM_CLASSES] - 10) / 5))
+
+
+def _identify_batches(batches, class_names=CLASS_NAMES):
+    """`[(label, index)]` of each image, checking its one-hot label.
+
+    `class_names` are the dataset's: a folder's are sorted, so its labels
+    number the colors in another order.
+    """
+    found = []
+    for images, labels in batches:
+        assert images.dtype == tf.float32 and labels.dtype == tf.float32
+        np.testing.assert_array_equal(labels.numpy().sum(axis=1), 1.0)
+        for image, one_hot in zip(images.numpy(), labels.numpy()):
+            label, index = _identify(image)
+            assert class_names[np.argmax(one_hot)] == CLASS_NAMES[label]
+            found.append((label, index))
+    return found
+
+
+def _load(directory, split="train", **kwargs):
+    kwargs = {
+        "image_size": SIZE,
+        "batch_size": 6,
+        "is_training": False,
+        "preprocessing_name": "digits",
+        **kwargs,
+    }
+    return image_data.load(str(directory), split, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def images():
+    return _images()
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, images):
+    directory = tmp_path_factory.mktemp("tfrecords")
+    image_data.write_tfrecords(
+        *images,
+        directory,
+        name="toy",
+        split="train",
+        shards=3,
+        class_names=CLASS_NAMES,
+    )
+    image_data.write_tfrecords(
+        *images, directory, name="toy", split="validation", shards=2
+    )
+    return directory
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, images):
+    directory = tmp_path_factory.mktemp("folder")
+    image_data.write_image_folder(*images, directory, class_names=CLASS_NAMES)
+    return directory
+
+
+# --- preprocessing ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def noise():
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, (30, 40, 3), dtype=np.uint8)
+
+
+@pytest.mark.parametrize(
+    "name, low, high",
+    [
+        ("inception", -1.0, 1.0),
+        ("vgg", -123.68, 255.0 - 103.94),
+        ("digits", 0.0, 1.0),
+    ],
+)
+@pytest.mark.parametrize("is_training", [True, False])
+def test_preprocessing_shape_and_range(noise, name, low, high, is_training):
+    preprocess = preprocessing.get_preprocessing(
+        name, is_training=is_training, image_size=24
+    )
+    image = preprocess(noise).numpy()
+    assert image.shape == (24, 24, 3) and image.dtype == np.float32
+    assert image.min() >= low - 1e-4 and image.max() <= high + 1e-4
+    assert image.max() - image.min() > (high - low) / 4
+
+
+@pytest.mark.parametrize("name", ["inception", "vgg"])
+def test_preprocessing_training_is_random_and_seeded(noise, name):
+    preprocess = preprocessing.get_preprocessing(
+        name, is_training=True, image_size=24
+    )
+    assert not np.array_equal(preprocess(noise), preprocess(noise))
+    np.testing.assert_array_equal(
+        preprocess(noise, seed=[0, 7]), preprocess(noise, seed=[0, 7])
+    )
+    assert not np.array_equal(
+        preprocess(noise, seed=[0, 7]), preprocess(noise, seed=[0, 8])
+    )
+
+
+@pytest.mark.parametrize("name", preprocessing.PREPROCESSING)
+def test_preprocessing_eval_is_deterministic(noise, name):
+    preprocess = preprocessing.get_preprocessing(
+        name, is_training=False, image_size=24
+    )
+    np.testing.assert_array_equal(preprocess(noise), preprocess(noise))
+
+
+def test_digits_preprocessing_is_resize_and_scale(noise):
+    preprocess = preprocessing.get_preprocessing(
+        "digits", is_training=True, image_size=40
+    )
+    square = noise[:, :30]
+    image = preprocessing.get_preprocessing(
+        "digits", is_training=True, image_size=30
+    )(square)
+    np.testing.assert_allclose(image, square / 255.0, atol=1e-6)
+    assert preprocess(noise).shape == (40, 40, 3)
+
+
+def test_inception_eval_is_central_crop():
+    # A 16x16 image with a black 1-pixel border: the central 87.5% (14x14)
+    # leaves the white inside only.
+    image = np.zeros((16, 16, 3), np.uint8)
+    image[1:-1, 1:-1] = 255
+    preprocess = preprocessing.get_preprocessing(
+        "inception", is_training=False, image_size=14
+    )
+    np.testing.assert_allclose(preprocess(image), 1.0)
+
+
+def test_vgg_subtracts_channel_means():
+    means = np.array(preprocessing.VGG_MEANS)
+    image = np.broadcast_to(np.round(means), (10, 30, 3)).astype(np.uint8)
+    preprocess = preprocessing.get_preprocessing(
+        "vgg", is_training=False, image_size=7
+    )
+    np.testing.assert_allclose(
+        preprocess(image),
+        np.broadcast_to(np.round(means) - means, (7, 7, 3)),
+        atol=1e-4,
+    )
+
+
+def test_vgg_eval_keeps_aspect_ratio():
+    # Black, white, black thirds: the smaller side resized to 8 (8x24),
+    # the central 7x7 lies in the white third; squashed to 8x8, it would
+    # not.
+    image = np.zeros((10, 30, 3), np.uint8)
+    image[:, 10:20] = 255
+    preprocess = preprocessing.get_preprocessing(
+        "vgg", is_training=False, image_size=7
+    )
+    np.testing.assert_allclose(
+        preprocess(image),
+        np.broadcast_to(255.0 - np.array(preprocessing.VGG_MEANS), (7, 7, 3)),
+        atol=1e-3,
+    )
+
+
+def test_preprocessing_in_a_dataset_map(noise):
+    preprocess = preprocessing.get_preprocessing(
+        "inception", is_training=True, image_size=8
+    )
+    data = tf.data.Dataset.from_tensors(noise).repeat(2).map(preprocess)
+    assert data.element_spec.shape == (8, 8, 3)
+    first, second = list(data)
+    assert not np.array_equal(first, second)
+
+
+def test_unknown_preprocessing_name():
+    with pytest.raises(
+        ValueError,
+        match="Received: name='resnet'. Expected one of 'inception', 'vgg', "
+        "'digits'",
+    ):
+        preprocessing.get_preprocessing(
+            "resnet", is_training=True, image_size=8
+        )
+
+
+def test_preprocessing_bad_image_size():
+    with pytest.raises(ValueError, match="Received: image_size=0"):
+        preprocessing.get_preprocessing("vgg", is_training=True, image_size=0)
+
+
+# --- TFRecords -------------------------------------------------------------
+
+
+def test_write_tfrecords_names_shards_as_tf_slim(shards):
+    assert sorted(os.listdir(shards)) == [
+        "labels.txt",
+        "toy_train_00000-of-00003.tfrecord",
+        "toy_train_00001-of-00003.tfrecord",
+        "toy_train_00002-of-00003.tfrecord",
+        "toy_validation_00000-of-00002.tfrecord",
+        "toy_validation_00001-of-00002.tfrecord",
+    ]
+    assert (shards / "labels.txt").read_text() == "0:red\n1:green\n2:blue\n"
+    record = next(
+        iter(tf.data.TFRecordDataset(str(shards / os.listdir(shards)[1])))
+    )
+    example = tf.train.Example.FromString(record.numpy())
+    assert sorted(example.features.feature) == [
+        "image/class/label",
+        "image/encoded",
+        "image/format",
+        "image/height",
+        "image/width",
+    ]
+
+
+def test_tfrecord_train(shards):
+    data = _load(shards, is_training=True, batch_size=5)
+    assert data.format == "tfrecord"
+    assert data.num_samples == NUM_IMAGES
+    assert data.num_classes == NUM_CLASSES
+    assert data.class_names == CLASS_NAMES
+    assert data.channels == 3
+    assert [os.path.basename(f) for f in data.files] == [
+        f"toy_train_0000{i}-of-00003.tfrecord" for i in range(3)
+    ]
+    assert data.dataset.element_spec[0].shape == (5, SIZE, SIZE, 3)
+    assert data.dataset.element_spec[1].shape == (5, NUM_CLASSES)
+    found = _identify_batches(data.dataset.take(2 * NUM_IMAGES // 5 + 1))
+    first, second = found[:NUM_IMAGES], found[NUM_IMAGES : 2 * NUM_IMAGES]
+    every = sorted((i % NUM_CLASSES, i) for i in range(NUM_IMAGES))
+    assert sorted(first) == every and sorted(second) == every
+    assert first != every and first != second
+
+
+def test_tfrecord_eval_is_one_deterministic_pass(shards):
+    data = _load(shards, batch_size=5)
+    batches = list(data.dataset)
+    assert [len(labels) for _, labels in batches] == [5] * 7 + [1]
+    found = _identify_batches(batches)
+    assert sorted(found) == sorted(
+        (i % NUM_CLASSES, i) for i in range(NUM_IMAGES)
+    )
+    assert _identify_batches(_load(shards, batch_size=5).dataset) == found
+
+
+def test_tfrecord_without_labels_txt_counts_classes(shards):
+    data = _load(shards, "validation")
+    assert data.num_samples == NUM_IMAGES
+    assert data.num_classes == NUM_CLASSES
+    assert data.class_names == CLASS_NAMES  # labels.txt is beside them.
+    (directory := shards.parent / "no_labels").mkdir()
+    for f in os.listdir(shards):
+        if "_validation_" in f:
+            (directory / f).write_bytes((shards / f).read_bytes())
+    data = _load(directory, "validation")
+    assert data.class_names is None
+    assert data.num_classes == NUM_CLASSES
+
+
+def test_tfrecord_jpeg_and_inception_training(tmp_path, images):
+    image_data.write_tfrecords(
+        *images,
+        tmp_path,
+        name="j",
+        split="train",
+        shards=1,
+        image_format="jpeg",
+    )
+    data = _load(
+        tmp_path,
+        is_training=True,
+        preprocessing_name="inception",
+        image_size=16,
+        batch_size=4,
+    )
+    images_, labels = next(iter(data.dataset))
+    assert images_.shape == (4, 16, 16, 3) and labels.shape == (4, 3)
+    assert -1.0 <= images_.numpy().min() and images_.numpy().max() <= 1.0
+    eval_data = _load(tmp_path, batch_size=NUM_IMAGES)
+    for image, one_hot in zip(*next(iter(eval_data.dataset))):
+        assert _identify(image)[0] == int(np.argmax(one_hot))
+
+
+# --- folders ---------------------------------------------------------------
+
+
+def test_folder_validation_fraction_split(folder):
+    train = _load(folder, "train")
+    validation = _load(folder, "validation")
+    assert train.format == validation.format == "folder"
+    assert train.class_names == sorted(CLASS_NAMES)
+    assert (train.num_samples, validation.num_samples) == (29, 7)
+    assert not set(train.files) & set(validation.files)
+    every = {str(p) for p in folder.rglob("*.png")}
+    assert set(train.files) | set(validation.files) == every
+    # The same split as Keras's validation_split with the same seed.
+    for subset, data in [("training", train), ("validation", validation)]:
+        keras_files = keras.utils.image_dataset_from_directory(
+            folder,
+            validation_split=0.2,
+            subset=subset,
+            seed=0,
+            verbose=False,
+        ).file_paths
+        assert set(keras_files) == set(data.files)
+    other = _load(folder, "validation", seed=1)
+    assert set(other.files) != set(validation.files)
+
+
+def test_folder_eval_labels_match_images_in_path_order(folder):
+    data = _load(folder, "validation", batch_size=4)
+    assert data.files == tuple(sorted(data.files))
+    found = _identify_batches(data.dataset, data.class_names)
+    indices = [int(os.path.basename(path)[:-4]) for path in data.files]
+    assert found == [(i % NUM_CLASSES, i) for i in indices]
+
+
+def test_folder_train_is_shuffled_repeated_batched(folder):
+    data = _load(folder, "train", is_training=True, batch_size=4)
+    assert data.num_samples == 29
+    images_, _ = next(iter(data.dataset))
+    assert images_.shape == (4, SIZE, SIZE, 3)
+    batches = data.dataset.take(15)
+    found = [i for _, i in _identify_batches(batches, data.class_names)]
+    first, second = found[:29], found[29:58]
+    every = sorted(int(os.path.basename(f)[:-4]) for f in data.files)
+    assert sorted(first) == every and sorted(second) == every
+    assert first != every and first != second
+
+
+def test_folder_with_train_and_validation_subfolders(tmp_path, images):
+    image_data.write_image_folder(
+        *images, tmp_path / "train", class_names=CLASS_NAMES
+    )
+    image_data.write_image_folder(
+        images[0][:6],
+        images[1][:6],
+        tmp_path / "validation",
+        class_names=CLASS_NAMES,
+    )
+    assert _load(tmp_path, "train").num_samples == NUM_IMAGES
+    data = _load(tmp_path, "validation")
+    assert data.num_samples == 6 and data.num_classes == 3
+    assert all("/validation/" in f for f in data.files)
+
+
+def test_folder_jpeg(tmp_path, images):
+    image_data.write_image_folder(
+        *images, tmp_path, class_names=CLASS_NAMES, image_format="jpeg"
+    )
+    data = _load(tmp_path, "validation", batch_size=7)
+    assert all(f.endswith(".jpg") for f in data.files)
+    indices = [int(os.path.basename(path)[:-4]) for path in data.files]
+    found = _identify_batches(data.dataset, data.class_names)
+    assert found == [(i % NUM_CLASSES, i) for i in indices]
+
+
+# --- errors ----------------------------------------------------------------
+
+
+def test_missing_dataset_dir(tmp_path):
+    with pytest.raises(
+        ValueError, match="dataset_dir='.*nothing', which does not exist"
+    ):
+        _load(tmp_path / "nothing")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="file', which is not a directory"):
+        _load(tmp_path / "file")
+
+
+def test_no_images_lists_what_was_looked_for(tmp_path):
+    (tmp_path / "empty_class").mkdir()
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ValueError) as error:
+        _load(tmp_path, "validation")
+    message = str(error.value)
+    assert "No images of split 'validation'" in message
+    assert str(tmp_path / "*_validation_*.tfrecord") in message
+    assert "class subfolders" in message
+    assert "['empty_class', 'notes.txt']" in message
+
+
+def test_one_class_folder(tmp_path, images):
+    image_data.write_image_folder(
+        images[0][:4], [0] * 4, tmp_path, class_names=["only"]
+    )
+    with pytest.raises(ValueError, match=r"Found 1 class in .*\['only'\]"):
+        _load(tmp_path)
+
+
+def test_one_class_tfrecord(tmp_path, images):
+    image_data.write_tfrecords(
+        images[0][:4], [0] * 4, tmp_path, name="one", split="train", shards=1
+    )
+    with pytest.raises(ValueError, match="Found 1 class in"):
+        _load(tmp_path)
+
+
+def test_garbage_shard_is_named(tmp_path, images):
+    image_data.write_tfrecords(
+        *images, tmp_path, name="toy", split="train", shards=2
+    )
+    bad = tmp_path / "toy_train_00002-of-00003.tfrecord"
+    bad.write_bytes(b"not a tfrecord file at all" * 10)
+    with pytest.raises(ValueError, match=f"shard '{bad}' could not be read"):
+        _load(tmp_path)
+
+
+def test_record_that_is_not_an_example_is_named(tmp_path):
+    path = tmp_path / "toy_train_00000-of-00001.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        writer.write(b"\xff\x00garbage")
+    with pytest.raises(
+        ValueError,
+        match=f"first record of the TFRecord shard '{path}' is not a "
+        "tf.train.Example. Expected a tf.train.Example with `image/encoded`",
+    ):
+        _load(tmp_path)
+
+
+def test_example_without_label_is_named(tmp_path, images):
+    path = tmp_path / "toy_train_00000-of-00001.tfrecord"
+    encoded = tf.io.encode_png(images[0][0]).numpy()
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                "image/encoded": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[encoded])
+                )
+            }
+        )
+    )
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        writer.write(example.SerializeToString())
+    with pytest.raises(
+        ValueError,
+        match=f"shard '{path}' is a tf.train.Example with features "
+        r"\[image/encoded \(bytes_list\)\]. Expected",
+    ):
+        _load(tmp_path)
+
+
+def test_label_outside_labels_txt(tmp_path, images):
+    image_data.write_tfrecords(
+        *images, tmp_path, name="toy", split="train", shards=1
+    )
+    (tmp_path / "labels.txt").write_text("0:a\n1:b\n")
+    with pytest.raises(
+        ValueError, match="holds labels from 0 to 2, but .*names 2 classes"
+    ):
+        _load(tmp_path)
+
+
+def _rewrite_record(path, index, *, encoded=None, label=None):
+    """Replaces the image or the label of record `index` of a shard."""
+    records = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
+    example = tf.train.Example.FromString(records[index])
+    feature = example.features.feature
+    if encoded is not None:
+        feature["image/encoded"].bytes_list.value[0] = encoded
+    if label is not None:
+        feature["image/class/label"].int64_list.value[0] = label
+    records[index] = example.SerializeToString()
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def _one_shard(directory, images):
+    image_data.write_tfrecords(
+        images[0][:4],
+        [0, 1, 2, 0],
+        directory,
+        name="t",
+        split="train",
+        shards=1,
+    )
+    return directory / "t_train_00000-of-00001.tfrecord"
+
+
+def test_corrupt_image_deeper_in_a_shard_fails_at_read_time(tmp_path, images):
+    _rewrite_record(_one_shard(tmp_path, images), 2, encoded=b"bad")
+    data = _load(tmp_path, batch_size=2)
+    assert data.num_samples == 4
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        list(data.dataset)
+
+
+def test_undecodable_image_in_first_record_is_named(tmp_path, images):
+    path = _one_shard(tmp_path, images)
+    _rewrite_record(path, 0, encoded=b"bad")
+    with pytest.raises(
+        ValueError,
+        match=f"image of the first record of the TFRecord shard '{path}' "
+        "could not be decoded",
+    ):
+        _load(tmp_path)
+
+
+def test_negative_label_is_named(tmp_path, images):
+    path = _one_shard(tmp_path, images)
+    _rewrite_record(path, 1, label=-1)
+    with pytest.raises(
+        ValueError,
+        match=f"shard '{path}' holds labels from -1 to 2, but the shards "
+        "of .* have 3 classes",
+    ):
+        _load(tmp_path)
+
+
+def test_bad_labels_txt_is_named(tmp_path, images):
+    _one_shard(tmp_path, images)
+    (tmp_path / "labels.txt").write_text("0:a\nb\n")
+    with pytest.raises(
+        ValueError,
+        match=f"Invalid line in '{tmp_path / 'labels.txt'}': 'b'",
+    ):
+        _load(tmp_path)
+    (tmp_path / "labels.txt").write_text("0:a\n2:b\n")
+    with pytest.raises(ValueError, match=r"labels in .* are \[0, 2\]"):
+        _load(tmp_path)
+
+
+def test_empty_shards(tmp_path):
+    with tf.io.TFRecordWriter(str(tmp_path / "t_train_0-of-1.tfrecord")):
+        pass
+    with pytest.raises(ValueError, match="hold no records"):
+        _load(tmp_path)
+
+
+def test_undecodable_image_file_is_named(tmp_path, images):
+    image_data.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
+    bad = tmp_path / "green" / "00000_bad.png"
+    bad.write_bytes(b"garbage, not a png")
+    with pytest.raises(
+        ValueError, match=f"image file '{bad}' could not be decoded"
+    ):
+        _load(tmp_path)
+
+
+def test_different_classes_in_train_and_validation(tmp_path, images):
+    image_data.write_image_folder(
+        *images, tmp_path / "train", class_names=CLASS_NAMES
+    )
+    image_data.write_image_folder(
+        images[0][:4],
+        [0, 1, 0, 1],
+        tmp_path / "validation",
+        class_names=["red", "green"],
+    )
+    with pytest.raises(ValueError, match="class subfolders of .*differ"):
+        _load(tmp_path, "validation")
+
+
+def test_bad_split(shards):
+    with pytest.raises(
+        ValueError,
+        match="Received: split='test'. Expected 'train' or 'validation'",
+    ):
+        _load(shards, "test")
+
+
+def test_batch_size_larger_than_training_split(shards):
+    with pytest.raises(
+        ValueError,
+        match="Received: batch_size=37, larger than the 36 images of split "
+        "'train'",
+    ):
+        _load(shards, is_training=True, batch_size=37)
+    assert _load(shards, batch_size=37).num_samples == 36
+
+
+def test_validation_fraction_leaving_no_image(tmp_path, images):
+    image_data.write_image_folder(
+        images[0][:4], [0, 1, 2, 0], tmp_path, class_names=CLASS_NAMES
+    )
+    with pytest.raises(
+        ValueError, match="validation_fraction=0.2, which leaves no"
+    ):
+        _load(tmp_path, "validation")
+    assert _load(tmp_path, "train").num_samples == 4
+
+
+@pytest.mark.parametrize(
+    "argument, value, expected",
+    [
+        ("batch_size", 0, "a positive integer"),
+        ("seed", -1, "a non-negative integer"),
+        ("seed", 1.5, "a non-negative integer"),
+        ("validation_fraction", 1.0, r"a float in \(0, 1\)"),
+        ("validation_fraction", 0, r"a float in \(0, 1\)"),
+        ("image_size", None, "a positive integer"),
+        ("is_training", 1, "True or False"),
+    ],
+)
+def test_bad_arguments(shards, argument, value, expected):
+    with pytest.raises(
+        ValueError, match=f"Received: {argument}={value!r}. Expected {expected}"
+    ):
+        _load(shards, **{argument: value})
+
+
+def test_bad_preprocessing_name(shards):
+    with pytest.raises(ValueError, match="Received: name='resnet'"):
+        _load(shards, preprocessing_name="resnet")
+
+
+def test_write_image_folder_checks_labels(tmp_path, images):
+    with pytest.raises(ValueError, match=r"Received: labels=\[3\]"):
+        image_data.write_image_folder(
+            images[0][:2], [0, 3], tmp_path, class_names=CLASS_NAMES
+        )
