@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/vs_tf_slim.py
 	$(BIN)/python bench/step_floor.py
 	$(BIN)/python bench/resume_overhead.py
+	$(BIN)/python bench/input_pipeline.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits

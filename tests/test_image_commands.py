@@ -192,3 +192,79 @@ def test_a_tf_slim_checkpoint_is_read_through_the_nets_name_map(tmp_path):
     # A keras_slim (TF2) checkpoint keeps the paths.
     flags.model_name = "digits_cnn"
     assert train_cli._warm_start(flags)._name_map is None
+
+
+@pytest.mark.parametrize("parser", [train_cli.parser, eval_cli.parser])
+def test_the_migration_guide_lists_every_flag(parser):
+    import pathlib
+
+    guide = (
+        pathlib.Path(__file__).resolve().parent.parent
+        / "docs"
+        / "tutorials"
+        / "migrating.md"
+    ).read_text()
+    flags = [
+        max(action.option_strings, key=len)
+        for action in parser()._actions
+        if action.option_strings != ["-h", "--help"]
+    ]
+    assert [f for f in flags if f"`{f}" not in guide] == []
+
+
+def _digits_checkpoint(directory, step):
+    """A training checkpoint of the default network, as training writes."""
+    import keras
+    import tensorflow as tf
+
+    from keras_slim import checkpoints
+
+    model = nets.build("digits_cnn", 10)
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    model.optimizer.iterations.assign(step)
+    manager = tf.train.CheckpointManager(
+        checkpoints.training_checkpoint(model),
+        str(directory),
+        5,
+        checkpoint_name=checkpoints.CHECKPOINT_NAME,
+    )
+    return manager.save(checkpoint_number=step)
+
+
+def test_the_eval_loop_stops_when_no_checkpoint_comes(tmp_path, capsys):
+    import time
+
+    _digits_checkpoint(tmp_path, 7)
+    began = time.monotonic()
+    code = eval_cli.main(
+        [
+            "--checkpoint_path",
+            str(tmp_path),
+            "--eval_interval_secs",
+            "0.2",
+            "--timeout",
+            "1",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert out.count("global step 7: eval/Accuracy = ") == 1
+    assert "no new checkpoint in" in out and "for 1 s (--timeout)" in out
+    assert time.monotonic() - began < 60
+    # --max_number_of_steps reached: no wait for another checkpoint.
+    began = time.monotonic()
+    eval_cli.main(
+        [
+            "--checkpoint_path",
+            str(tmp_path),
+            "--eval_interval_secs",
+            "0.2",
+            "--timeout",
+            "30",
+            "--max_number_of_steps",
+            "7",
+        ]
+    )
+    assert time.monotonic() - began < 25
+    assert "no new checkpoint" not in capsys.readouterr().out
