@@ -1,6 +1,8 @@
 """Small models and data shared by the tests."""
 
+import fcntl
 import os
+import pickle
 import subprocess
 import sys
 
@@ -65,3 +67,28 @@ def run_module(module, *args, timeout=120, env=None):
         timeout=timeout,
         env=dict(os.environ, **(env or {})),
     )
+
+
+def once_per_session(tmp_path_factory, name, make):
+    """`make()`, computed by one pytest-xdist worker and shared with the
+    others (pytest-xdist's recipe: a file lock in the session's base
+    directory), so a module fixture that trains in subprocesses runs once
+    even when both workers run tests that use it.
+
+    Args:
+        tmp_path_factory: pytest's fixture.
+        name: A file name for the value.
+        make: A function of no argument; its result must pickle.
+
+    Returns:
+        What `make()` returned, here or in the other worker.
+    """
+    root = tmp_path_factory.getbasetemp().parent
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cached = root / f"{name}.pickle"
+        if cached.exists():
+            return pickle.loads(cached.read_bytes())
+        value = make()
+        cached.write_bytes(pickle.dumps(value))
+        return value

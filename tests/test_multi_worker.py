@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from keras_slim.cluster import LocalCluster
+from tests.helpers import once_per_session
 
 SCRIPT = str(
     pathlib.Path(__file__).parent / "scripts" / "multi_worker_train.py"
@@ -64,8 +65,11 @@ def assert_same_weights(a, b):
 
 @pytest.fixture(scope="module")
 def fit_runs(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("fit")
-    return run_cluster(tmp_path, "fit"), run_single(tmp_path, "fit")
+    def make():
+        tmp_path = tmp_path_factory.mktemp("fit")
+        return run_cluster(tmp_path, "fit"), run_single(tmp_path, "fit")
+
+    return once_per_session(tmp_path_factory, "multi_worker_fit", make)
 
 
 def test_two_workers_fit_like_one_process(fit_runs):

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim._fit import parameter_server
+from tests.helpers import once_per_session
 
 SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
 
@@ -46,7 +47,11 @@ def job_task(device):
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
-    return run(tmp_path_factory.mktemp("ps"), "fit")
+    return once_per_session(
+        tmp_path_factory,
+        "parameter_server_fit",
+        lambda: run(tmp_path_factory.mktemp("ps"), "fit"),
+    )
 
 
 def test_every_scheduled_step_counts(fitted):
