@@ -217,6 +217,7 @@ def _digits_checkpoint(directory, step):
     import keras
     import tensorflow as tf
 
+    from keras_slim import _keras
     from keras_slim import checkpoints
 
     model = nets.build("digits_cnn", 10)
@@ -268,3 +269,37 @@ def test_the_eval_loop_stops_when_no_checkpoint_comes(tmp_path, capsys):
     )
     assert time.monotonic() - began < 25
     assert "no new checkpoint" not in capsys.readouterr().out
+
+
+def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
+    """--moving_average_decay: every checkpoint holds the averages by
+    path, and the evaluation restores them over the trained weights."""
+    import keras
+    import tensorflow as tf
+
+    from keras_slim import _keras
+    from keras_slim import checkpoints
+
+    model = nets.build("digits_cnn", 10)
+    model.compile(
+        optimizer=keras.optimizers.Adam(use_ema=True, ema_momentum=0.9),
+        loss="mse",
+    )
+    saved = checkpoints.training_checkpoint(model)  # builds the averages
+    averages = _keras.moving_averages(model.optimizer)
+    assert len(averages) == len(model.trainable_variables) > 0
+    for i, (variable, average) in enumerate(averages):
+        variable.assign(tf.zeros_like(variable))
+        average.assign(tf.fill(average.shape, float(i + 1)))
+    prefix = saved.save(str(tmp_path / "model.ckpt"))
+    names = {v.name for v in checkpoints.list_variables(prefix)}
+    assert "averages/logits/kernel" in names
+
+    fresh = nets.build("digits_cnn", 10)
+    step, used = eval_cli.restore_for_eval(fresh, prefix)
+    assert (step, used) == (0, True)
+    for i, variable in enumerate(fresh.trainable_variables):
+        np.testing.assert_array_equal(variable.numpy(), float(i + 1))
+    # Batch-norm statistics (not trainable) come from the model's values.
+    moving = [v for v in fresh.variables if "moving_mean" in v.path]
+    assert moving and all(np.all(v.numpy() == 0) for v in moving)
