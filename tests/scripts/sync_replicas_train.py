@@ -151,7 +151,26 @@ with LocalCluster(workers=workers, ps=1) as cluster:
     except ValueError as error:
         result["startup_delay_error"] = str(error)
     if mode == "average":
-        history = model.fit(dataset_fn, steps_per_epoch=12, epochs=2, verbose=0)
+        # Gradient summaries after the policy, from the coordinator.
+        summaries = keras_slim.callbacks.Summaries(
+            logdir, every_n_steps=6, every_n_secs=None, gradients=True
+        )
+        history = model.fit(
+            dataset_fn,
+            steps_per_epoch=12,
+            epochs=2,
+            verbose=0,
+            callbacks=[summaries],
+        )
+        from tensorboard.backend.event_processing import event_accumulator
+
+        events = event_accumulator.EventAccumulator(
+            logdir, size_guidance={"tensors": 0}
+        )
+        events.Reload()
+        result["gradient_norm_steps"] = [
+            e.step for e in events.Tensors("logits/kernel/gradient_norm")
+        ]
         result["history"] = history.history
         weights = [np.asarray(w) for w in model.get_weights()]
         reference = build()
