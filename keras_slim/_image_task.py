@@ -16,6 +16,7 @@ here do the same through this module:
 
 import argparse
 import dataclasses
+import math
 
 import tensorflow as tf
 
@@ -42,7 +43,7 @@ def add_model_flags(add, *, image_size_flag):
     )
     add(
         image_size_flag,
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="The image size (height and width) the network takes "
         "(default: the network's, e.g. 224 for mobilenet_v2).",
@@ -81,10 +82,45 @@ def add_data_flags(add):
     )
 
 
-def _positive_int(text):
+def positive_int(text):
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
+    return value
+
+
+def non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
+    return value
+
+
+def finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number: {text}")
+    return value
+
+
+def positive_float(text):
+    value = finite_float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
+    return value
+
+
+def fraction(text):
+    value = finite_float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1): {text}")
+    return value
+
+
+def non_negative_float(text):
+    value = finite_float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
     return value
 
 
@@ -218,18 +254,8 @@ def task(flags, *, split, batch_size, image_size, is_training):
             make_converted,
             channels,
         )
-    loaded = image_data.load(
-        flags.dataset_dir,
-        split,
-        image_size=size,
-        batch_size=batch_size,
-        is_training=is_training,
-        preprocessing_name=prep,
-    )
 
-    def make_images(input_context=None):
-        if input_context is None:
-            return loaded.dataset
+    def load(seed=0):
         return image_data.load(
             flags.dataset_dir,
             split,
@@ -237,8 +263,16 @@ def task(flags, *, split, batch_size, image_size, is_training):
             batch_size=batch_size,
             is_training=is_training,
             preprocessing_name=prep,
-            seed=input_context.input_pipeline_id,
-        ).dataset
+            seed=seed,
+        )
+
+    loaded = load()  # checks the files before any step
+
+    def make_images(input_context=None):
+        if input_context is None:
+            return loaded.dataset
+        # Each input pipeline (a worker) shuffles with its own seed.
+        return load(input_context.input_pipeline_id).dataset
 
     return Task(
         model_name,

@@ -24,7 +24,6 @@ Exit codes: 0, 2 for a bad flag or no checkpoint to evaluate.
 
 import argparse
 import logging
-import math
 import os
 import sys
 
@@ -37,20 +36,6 @@ from keras_slim import _image_task  # noqa: E402
 from keras_slim import checkpoints as checkpoints_lib  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
-
-
-def _positive_int(text):
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
-    return value
-
-
-def _positive_float(text):
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
-    return value
 
 
 def parser():
@@ -76,13 +61,13 @@ def parser():
     )
     add(
         "--batch_size",
-        type=_positive_int,
+        type=_image_task.positive_int,
         default=100,
         help="The number of samples in each batch.",
     )
     add(
         "--max_num_batches",
-        type=_positive_int,
+        type=_image_task.positive_int,
         default=None,
         help="Max number of batches to evaluate by default use all.",
     )
@@ -94,21 +79,21 @@ def parser():
     )
     add(
         "--eval_interval_secs",
-        type=_positive_float,
+        type=_image_task.positive_float,
         default=None,
         help="Evaluate each new checkpoint of the directory, looking every "
         "this many seconds (default: evaluate the latest once).",
     )
     add(
         "--timeout",
-        type=_positive_float,
+        type=_image_task.positive_float,
         default=600,
         help="With --eval_interval_secs: stop when no new checkpoint has "
         "appeared for this many seconds.",
     )
     add(
         "--max_number_of_steps",
-        type=_positive_int,
+        type=_image_task.positive_int,
         default=None,
         help="With --eval_interval_secs: stop after evaluating a checkpoint "
         "of this global step or later (the end of training).",

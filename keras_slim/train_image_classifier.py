@@ -51,46 +51,13 @@ from keras_slim.errors import PREEMPTED_EXIT_CODE  # noqa: E402
 _LOG = logging.getLogger("keras_slim")
 
 
-def _positive_int(text):
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
-    return value
-
-
-def _non_negative_int(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
-    return value
-
-
-def _finite_float(text):
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number: {text}")
-    return value
-
-
-def _positive_float(text):
-    value = _finite_float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
-    return value
-
-
-def _fraction(text):
-    value = _finite_float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1): {text}")
-    return value
-
-
-def _non_negative_float(text):
-    value = _finite_float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
-    return value
+# The flag types both commands share (`keras_slim/_image_task.py`).
+_positive_int = _image_task.positive_int
+_non_negative_int = _image_task.non_negative_int
+_finite_float = _image_task.finite_float
+_positive_float = _image_task.positive_float
+_fraction = _image_task.fraction
+_non_negative_float = _image_task.non_negative_float
 
 
 def _scopes(text):
