@@ -21,6 +21,32 @@ tf.config.set_logical_device_configuration(
 )
 
 
+# The modules whose tests train in subprocesses or clusters, longest
+# test first: sorted to the front, they start at once on both xdist
+# workers and the short tests fill the end, so no core idles at the tail.
+_LONG_FIRST = (
+    "test_resume",
+    "test_parameter_server",
+    "test_docs",
+    "test_train_image_classifier",
+    "test_preemption",
+    "test_image_commands",
+    "test_multi_worker",
+    "test_sync_replicas",
+    "test_learning",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.module.__name__.rsplit(".", 1)[-1]
+        return (
+            _LONG_FIRST.index(name) if name in _LONG_FIRST else len(_LONG_FIRST)
+        )
+
+    items.sort(key=rank)  # stable: the order within a module is kept
+
+
 @pytest.fixture(scope="session")
 def mirrored():
     """One MirroredStrategy over the 4 logical CPUs, shared by all tests
