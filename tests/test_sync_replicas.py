@@ -215,3 +215,17 @@ def test_training_goes_on_without_a_stopped_worker(tmp_path):
         "first 2 of 3 gradients in flight (1 backups)" in (result["describe"])
     )
     assert (tmp_path / "backup" / "model.ckpt-40.index").exists()
+
+
+def test_a_wait_on_hung_workers_that_answer_is_bounded_too():
+    """Workers that answer connections but never return (stopped, or
+    deadlocked) hold more computations than there are backups: the wait
+    ends with an error after the bound, not never."""
+    coord = _Coordinator(hang={1, 2, 3})
+    steps, _ = _steps(coord, aggregate=2, total=3)
+    steps._timeout_secs = 0.3
+    try:
+        with pytest.raises(RuntimeError, match="more workers hang than"):
+            steps.step()
+    finally:
+        coord.release.set()

@@ -132,6 +132,11 @@ class WorkerWatch:
         """The workers' addresses."""
         return list(self._workers)
 
+    @property
+    def timeout(self):
+        """Seconds with no worker reachable before `check` raises."""
+        return self._timeout
+
     @classmethod
     def of(cls, strategy):
         """The watch of a `ParameterServerStrategy`'s workers."""

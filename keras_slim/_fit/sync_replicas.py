@@ -36,6 +36,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -174,9 +175,15 @@ class SyncSteps:
         coord: The strategy's `ClusterCoordinator`.
         iterator: The per-worker iterator the gradient steps read.
         settings: The `Settings`.
-        watch: A `WorkerWatch` bounding every wait.
+        watch: A `WorkerWatch`: every wait fails when no worker is
+            reachable for its timeout.
         poll_secs: Seconds between two checks of the watch while waiting.
             Defaults to `0.05`.
+        timeout_secs: Seconds a wait for the next gradient may last even
+            while the workers answer (a hung one holds its computation):
+            then `RuntimeError`. `None` takes the watch's bound
+            (`KERAS_SLIM_WORKER_TIMEOUT_SECS`, default 300).
+            Defaults to `None`.
 
     Example:
     ```python
@@ -187,13 +194,27 @@ class SyncSteps:
     ```
     """
 
-    def __init__(self, model, coord, iterator, settings, watch, poll_secs=0.05):
+    def __init__(
+        self,
+        model,
+        coord,
+        iterator,
+        settings,
+        watch,
+        poll_secs=0.05,
+        timeout_secs=None,
+    ):
         self._model = model
         self._coord = coord
         self._iterator = iterator
         self._settings = settings
         self._watch = watch
         self._poll_secs = poll_secs
+        self._timeout_secs = (
+            timeout_secs
+            if timeout_secs is not None
+            else getattr(watch, "timeout", None)
+        )
         self.aggregator = Aggregator(settings.replicas_to_aggregate)
         self._results = queue.Queue()
         self._in_flight = 0
@@ -241,17 +262,37 @@ class SyncSteps:
             results.put((tag, None, error))
 
     def _next_result(self):
-        """The next gradient result, checking the watch meanwhile."""
+        """The next gradient result, checking the watch meanwhile.
+
+        Raises:
+            RuntimeError: when no worker is reachable for the watch's
+                timeout, or none returns a gradient for `timeout_secs`.
+        """
+        began = time.monotonic()
         while True:
             try:
                 tag, value, error = self._results.get(timeout=self._poll_secs)
             except queue.Empty:
                 self._watch.check()
+                self._check_wait(time.monotonic() - began)
                 continue
             self._in_flight -= 1
             if error is not None:
                 raise error
             return tag, value
+
+    def _check_wait(self, waited):
+        if self._timeout_secs is None or waited <= self._timeout_secs:
+            return
+        raise RuntimeError(
+            f"No gradient came back from the workers for {waited:.0f} s, "
+            f"with {self._in_flight} computations in flight: more workers "
+            "hang than there are backups (total_num_replicas - "
+            "replicas_to_aggregate). Restart the hung workers, or rerun: a "
+            "run with keras_slim.callbacks.Checkpoints resumes from the "
+            "latest checkpoint. The bound is KERAS_SLIM_WORKER_TIMEOUT_SECS "
+            "(seconds)."
+        )
 
     def step(self):
         """Runs one synchronous step: the first `R` fresh gradients,
