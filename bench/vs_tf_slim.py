@@ -263,7 +263,17 @@ VARIANTS = {
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--models",
+        default="MLP,CNN",
+        help="comma-separated model name prefixes (default: both)",
+    )
     args = parser.parse_args(argv)
+    names = [
+        n
+        for n in _common.MODELS
+        if any(n.startswith(p) for p in args.models.split(","))
+    ]
     # Log lines are formatted and written, as a user's INFO handler would.
     log = logging.getLogger("keras_slim")
     log.addHandler(logging.StreamHandler(open(os.devnull, "w")))
@@ -284,7 +294,7 @@ def main(argv=None):
         + " | train / slim.learning.train |"
     )
     print("|---" * (len(VARIANTS) + len(peers) + 4) + "|")
-    for name in _common.MODELS:
+    for name in names:
         input_shape = _common.MODELS[name][0]
         data = _common.dataset(input_shape)
         results = {v: [] for v in [*VARIANTS, *peers]}

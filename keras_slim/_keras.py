@@ -5,9 +5,9 @@ loss tracker of the built-in train step, or for `fit` under the strategies
 it does not support. keras_slim reaches into Keras (pinned:
 `keras==3.15.*`) and TensorFlow here and only here, each internal behind
 a name that says what it is for. `tests/test_keras_internals.py` checks
-every one, so an upgrade fails loudly and says which. Two more are method
-overrides, which must live on the class: `SlimModel._maybe_symbolic_build`
-and `SlimModel._resolve_auto_jit_compile` (pinned there too).
+every one, so an upgrade fails loudly and says which. One more is a method
+override, which must live on the class: `SlimModel._maybe_symbolic_build`
+(pinned there too).
 """
 
 import tensorflow as tf

@@ -15,6 +15,16 @@ A skipped step is still a step: its branch advances `iterations` (and
 records the step in the run's `SkippedSteps`), so step counts, stops and
 intervals stay exact.
 
+Under XLA (`jit_compile=True`) an `Assert` op is compiled away, so a step
+that must fail cannot fail inside the compiled step. There the step's
+check is *deferred* (`deferred_check`): the compiled step applies nothing
+and leaves `iterations` alone when the verdict is false, and returns the
+verdict (`VERDICT`: the finite flag, the loss, the squared gradient norm)
+with its logs; `fail_on_verdict`, in the uncompiled function that calls
+it, asserts on it before the next step, with the same message as the
+in-step check. The skip mode needs no assertion and is the same `cond`
+either way.
+
 The internals this needs are in `keras_slim/_keras.py`.
 """
 
@@ -30,6 +40,13 @@ _LOCK = threading.Lock()
 
 #: The message of the step's `Assert` on a non-finite loss or gradient.
 NONFINITE = "keras_slim: LossTensor is inf or nan"
+
+#: The key of a deferred check's verdict in a step's logs.
+VERDICT = "keras_slim_numeric_verdict"
+
+# id(optimizer) -> depth: the optimizers whose steps are being traced for
+# XLA (`deferred_check`). A count per optimizer, as `presummed`'s.
+_DEFERRED = {}
 
 
 def _inner(optimizer):
@@ -79,6 +96,71 @@ def presummed(optimizer):
     finally:
         with _LOCK:
             switch.depth -= 1
+
+
+@contextlib.contextmanager
+def deferred_check(optimizer):
+    """Context in which the steps of `optimizer` defer a failing check.
+
+    Entered while tracing a step that XLA compiles (see the module
+    docstring); every replica thread of the step sees it.
+
+    Args:
+        optimizer: The model's Keras optimizer.
+    """
+    key = id(optimizer)
+    with _LOCK:
+        _DEFERRED[key] = _DEFERRED.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _DEFERRED[key] -= 1
+            if not _DEFERRED[key]:
+                del _DEFERRED[key]
+
+
+def defers_check(optimizer):
+    """Whether a step of `optimizer` is being traced in `deferred_check`."""
+    return id(optimizer) in _DEFERRED
+
+
+def verdict(finite, error):
+    """A deferred check's verdict: `[finite, loss, squared norm]`, float32.
+
+    Args:
+        finite: The scalar boolean of `numeric_check`.
+        error: The assertion data of `numeric_check`.
+
+    Returns:
+        A float32 vector: 1.0 or 0.0, then the data of `error` after its
+        message (the loss, and the squared gradient norm when checked).
+    """
+    values = [tf.cast(finite, tf.float32)]
+    values += [tf.cast(v, tf.float32) for v in error[1:]]
+    return tf.stack(values)
+
+
+def fail_on_verdict(logs):
+    """Removes a deferred verdict from a step's logs; fails on a false one.
+
+    Called outside the compiled step, where an `Assert` runs. The message
+    is the in-step check's, so `NanLossDuringTrainingError` reads it the
+    same way.
+
+    Args:
+        logs: The step's reduced logs (a dict), possibly with `VERDICT`.
+
+    Returns:
+        The logs without `VERDICT`, depending on the assertion.
+    """
+    if not isinstance(logs, dict) or VERDICT not in logs:
+        return logs
+    logs = dict(logs)
+    finite, *data = tf.unstack(logs.pop(VERDICT))
+    check = _assert(finite > 0, [NONFINITE, *data])
+    with tf.control_dependencies([check]):
+        return tf.nest.map_structure(tf.identity, logs)
 
 
 def loss_scale(optimizer):
@@ -156,7 +238,13 @@ def numeric_check(loss, squares=None):
 
 
 def apply_gradients(
-    optimizer, grads, variables, finite=None, error=None, skipped=None
+    optimizer,
+    grads,
+    variables,
+    finite=None,
+    error=None,
+    skipped=None,
+    deferred=False,
 ):
     """Applies summed gradients; when `finite` is given, only if it is True.
 
@@ -165,7 +253,9 @@ def apply_gradients(
     `error`; on one device the update ops then depend on the
     assertion, which costs two ops instead of a `cond`. Without `error`, a
     false `finite` skips the update but still advances `iterations` and
-    records the step in `skipped`.
+    records the step in `skipped`. With `deferred` (under XLA), a false
+    `finite` applies nothing and advances nothing: the caller fails the
+    step on the verdict it returns (`fail_on_verdict`).
 
     Args:
         optimizer: The model's Keras optimizer.
@@ -175,6 +265,8 @@ def apply_gradients(
             same value on every replica.
         error: Optional list of values for the assertion's message.
         skipped: Optional `SkippedSteps` recording the steps skipped.
+        deferred: Whether the failing check is deferred (see above).
+            Defaults to `False`.
     """
     variables = list(variables)
 
@@ -183,7 +275,7 @@ def apply_gradients(
             optimizer.apply(list(grads), variables)
 
     def skip():
-        if error is not None:
+        if error is not None or deferred:
             return  # the step fails: it is not a step
         optimizer.iterations.assign_add(1)
         if skipped is not None:
@@ -193,6 +285,8 @@ def apply_gradients(
         apply(grads)
         return
     no_merge_call = _keras.strategy_supports_no_merge_call()
+    if deferred:
+        error = None  # asserted by the caller, outside XLA
     if error is not None and no_merge_call:
         with tf.control_dependencies([_assert(finite, error)]):
             apply(grads)

@@ -29,11 +29,34 @@ from keras_slim.policy import GradientPolicy
 __all__ = ["SlimModel", "wrap"]
 
 
-class _Gate(collections.namedtuple("_Gate", "finite error squares raises")):
+class _Gate(
+    collections.namedtuple("_Gate", "finite error squares raises verdict")
+):
     """A step's numeric verdict: `finite` (a boolean tensor, or `None`
     without a check), the assertion's `error` data when a non-finite step
     fails (`None` when it is skipped), the gradients' squared norms the
-    clip stage reuses, and whether the run raises on a non-finite step."""
+    clip stage reuses, whether the run raises on a non-finite step, and
+    the verdict the step returns when XLA compiles it (`None` otherwise;
+    `keras_slim/_optimizer.py`)."""
+
+
+def _check_jit_compile(model):
+    """XLA compiles a whole step on one device: one local replica only."""
+    if not model.jit_compile:
+        return
+    try:
+        devices = model.distribute_strategy.extended.worker_devices
+    except RuntimeError:  # the default strategy: one device
+        return
+    if len(devices) > 1:
+        raise ValueError(
+            "Invalid value for argument `jit_compile`. Received: "
+            f"jit_compile={model.jit_compile!r} under a strategy with "
+            f"{len(devices)} replicas in this process "
+            f"({', '.join(devices)}). XLA compiles a step for one device, "
+            "so it needs one replica per process: compile with "
+            '`jit_compile=False` (or "auto", which picks it).'
+        )
 
 
 def _batch_size(x):
@@ -131,12 +154,6 @@ class SlimModel(keras.Model):
         # The next fit() resolves the new policy in a new train function.
         self.train_function = None
 
-    def _resolve_auto_jit_compile(self):
-        # XLA drops tf.debugging.Assert, which stops training on a NaN loss.
-        if self.gradient_policy.check_numerics:
-            return False
-        return super()._resolve_auto_jit_compile()
-
     def make_train_function(self, force=False):
         """Resolves the policy, then makes the model's `TrainFunction`.
 
@@ -151,18 +168,12 @@ class SlimModel(keras.Model):
             The train function.
 
         Raises:
-            ValueError: for `jit_compile=True` with the policy's
-                `check_numerics`, or a policy pattern matching nothing.
+            ValueError: for a policy pattern matching nothing, or
+                `jit_compile=True` with several replicas in this process.
         """
         if self.train_function is not None and not force:
             return self.train_function
-        if self.gradient_policy.check_numerics and self.jit_compile:
-            raise ValueError(
-                "`jit_compile=True` cannot be used with a gradient policy "
-                "whose `check_numerics=True`: XLA drops the check that stops "
-                "training on a NaN loss. Compile with `jit_compile=False`, or "
-                "set `GradientPolicy(check_numerics=False)`."
-            )
+        _check_jit_compile(self)
         # A subclassed model may get its variables only when first traced.
         self._policy_plan = (
             self.gradient_policy.resolve(self) if self.variables else None
@@ -278,7 +289,11 @@ class SlimModel(keras.Model):
         gate = self._gate(plan, grads, total_loss, run)
         self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
         self._apply_summed(grads, plan, run, gate, x=x)
-        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+        logs = self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+        if gate.verdict is None:
+            return logs
+        # Under XLA: the loop around the compiled step fails on it.
+        return {**logs, _optimizer.VERDICT: gate.verdict}
 
     def gradient_step(self, data):
         """The first half of a train step: forward, loss, summed gradients.
@@ -347,7 +362,7 @@ class SlimModel(keras.Model):
         """The step's numeric check on summed gradients (see `_Gate`)."""
         raises = run is None or run.raise_on_nonfinite
         if not plan.check_numerics:
-            return _Gate(None, None, None, raises)
+            return _Gate(None, None, None, raises, None)
         # Once, on the sum: the same verdict on every replica. A
         # LossScaleOptimizer handles its own gradient overflows.
         squares = None
@@ -355,7 +370,12 @@ class SlimModel(keras.Model):
         if present and not hasattr(self.optimizer, "inner_optimizer"):
             squares = gradients_lib.squared_norms(present)
         finite, error = _optimizer.numeric_check(total_loss, squares)
-        return _Gate(finite, error if raises else None, squares, raises)
+        verdict = None
+        if raises and _optimizer.defers_check(self.optimizer):
+            verdict = _optimizer.verdict(finite, error)
+        return _Gate(
+            finite, error if raises else None, squares, raises, verdict
+        )
 
     def _apply_summed(self, grads, plan, run, gate, *, x):
         """Policy, in-step summaries and the gated update."""
@@ -374,6 +394,7 @@ class SlimModel(keras.Model):
             gate.finite,
             gate.error,
             skipped,
+            deferred=gate.verdict is not None,
         )
 
     def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):

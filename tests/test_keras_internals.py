@@ -44,7 +44,6 @@ def test_private_names_exist():
     assert issubclass(functional.Functional, keras.Model)
     for name in (
         "_compute_loss",
-        "_resolve_auto_jit_compile",
         "_autoconvert_optionals",
         "_symbolic_build",
     ):

@@ -170,14 +170,117 @@ def test_check_numerics_false_trains_through():
     assert int(model.optimizer.iterations.numpy()) == 4
 
 
-def test_jit_compile_true_conflicts_with_check_numerics():
+@pytest.mark.parametrize("steps_per_execution", [1, 4])
+def test_nan_check_under_xla_fails_the_step(steps_per_execution):
+    """XLA compiles the step's Assert away: the compiled step returns its
+    verdict and the loop around it fails the step, which changed nothing."""
+    x, y = _nan_data()
+    model = compile_model(
+        mlp(),
+        keras.optimizers.Adam(0.01),
+        steps_per_execution=steps_per_execution,
+        jit_compile=True,
+    )
+    reference = compile_model(
+        mlp(), keras.optimizers.Adam(0.01), jit_compile=True
+    )
+    reference.fit(x[:64], y[:64], batch_size=32, shuffle=False, verbose=0)
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
+    assert info.value.step == 3
+    assert np.isnan(info.value.loss)
+    assert info.value.cause == "loss"
+    assert int(model.optimizer.iterations.numpy()) == 2
+    assert max_abs_diff(weights(model), weights(reference)) == 0.0
+    for variable in model.optimizer.variables:
+        assert np.all(np.isfinite(variable.numpy()))
+
+
+@tf.custom_gradient
+def _nan_gradient_above_100(h):
+    """The identity, whose gradient is NaN where `|h| > 100`."""
+
+    def grad(upstream):
+        return tf.where(tf.abs(h) > 100.0, float("nan"), upstream)
+
+    return tf.identity(h), grad
+
+
+def test_nan_gradient_under_xla_names_the_gradient():
+    """A finite loss with a NaN gradient fails under XLA as without it.
+    (XLA computes `guarded_sqrt`'s gradient without the NaN: a custom
+    gradient makes one that survives its simplifications.)"""
+    x, y = classification_data(64)
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(4, name="fc1")(inputs)
+    hidden = keras.layers.Lambda(_nan_gradient_above_100)(hidden)
+    outputs = keras.layers.Dense(3, name="logits")(keras.ops.tanh(hidden))
+    model = compile_model(
+        keras_slim.SlimModel(inputs, outputs), jit_compile=True
+    )
+    model.fit(x[:32], y[:32], batch_size=32, verbose=0)
+    before = weights(model)
+    x[40] = 1e4  # in the second batch: tanh keeps the loss finite
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        model.fit(x[32:], y[32:], batch_size=32, verbose=0)
+    error = info.value
+    assert (error.step, error.cause) == (2, "gradient")
+    assert np.isfinite(error.loss)
+    assert np.isnan(error.gradient_norm)
+    assert max_abs_diff(weights(model), before) == 0.0
+
+
+def test_xla_skips_nonfinite_steps_when_not_raising():
+    x, y = _nan_data()
+    model = compile_model(mlp(), keras.optimizers.Adam(0.01), jit_compile=True)
+    reference = compile_model(
+        mlp(), keras.optimizers.Adam(0.01), jit_compile=True
+    )
+    reference.fit(x[:64], y[:64], batch_size=32, shuffle=False, verbose=0)
+    reference.optimizer.iterations.assign_add(1)
+    reference.fit(x[96:], y[96:], batch_size=32, shuffle=False, verbose=0)
+    with _run.start(model) as run:
+        run.raise_on_nonfinite = False
+        model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
+        assert run.skipped_steps.read() == (1, 3, 3)
+    assert int(model.optimizer.iterations.numpy()) == 4
+    assert max_abs_diff(weights(model), weights(reference)) < 1e-6
+
+
+def test_xla_with_the_check_trains_like_without_xla():
+    x, y = classification_data(128)
+    policy = keras_slim.GradientPolicy(
+        clip_norm=0.1, multipliers={"fc1/.*": 0.5}, freeze=["logits/bias"]
+    )
+    results = []
+    for jit in (False, True):
+        model = compile_model(mlp(policy), jit_compile=jit)
+        model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
+        results.append(weights(model))
+        assert model.jit_compile is jit
+    assert max_abs_diff(*results) < 1e-5
+
+
+def test_auto_jit_compile_follows_keras(monkeypatch):
+    """XLA where Keras picks it, the numeric check kept: on an accelerator,
+    without a distribution strategy; never on a CPU-only machine."""
+    assert compile_model(mlp(), jit_compile="auto").jit_compile is False
+    devices = tf.config.list_physical_devices()
+    gpu = tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda *a: [*devices, gpu]
+    )
+    assert compile_model(mlp(), jit_compile="auto").jit_compile is True
+
+
+def test_jit_compile_with_several_local_replicas_is_an_error(mirrored):
     x, y = classification_data(32)
-    model = compile_model(mlp(), jit_compile=True)
-    with pytest.raises(ValueError, match="`jit_compile=True` cannot be used"):
+    with mirrored.scope():
+        model = compile_model(mlp(), jit_compile=True)
+    with pytest.raises(ValueError, match="jit_compile=True under a strategy"):
         model.fit(x, y, verbose=0)
     assert int(model.optimizer.iterations.numpy()) == 0
-    model = compile_model(mlp(), jit_compile="auto")
-    assert model.jit_compile is False
 
 
 def test_jit_compile_without_check_numerics():

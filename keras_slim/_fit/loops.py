@@ -37,10 +37,13 @@ is one step's loss sum and batch size. They reach the host only when a
 callback reads them (`keras_slim.callbacks.StepLoss`).
 """
 
+import contextlib
+
 import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _optimizer
 from keras_slim import _strategy
 from keras_slim._fit import feed
 
@@ -275,16 +278,40 @@ def step_on_data(model, step_function):
         A `tf.function` of a batch returning the step's reduced logs.
     """
     strategy = model.distribute_strategy
+    xla = bool(model.jit_compile)
 
     @tf.autograph.experimental.do_not_convert
     def one_step_on_data(data):
-        outputs = strategy.run(step_function, args=(data,))
-        return reduce_step_outputs(outputs, strategy)
+        deferred = (
+            _optimizer.deferred_check(model.optimizer)
+            if xla
+            else contextlib.nullcontext()
+        )
+        with deferred:
+            outputs = strategy.run(step_function, args=(data,))
+        verdict = None
+        if isinstance(outputs, dict) and _optimizer.VERDICT in outputs:
+            # The same on every replica: computed on summed values.
+            outputs = dict(outputs)
+            verdict = strategy.experimental_local_results(
+                outputs.pop(_optimizer.VERDICT)
+            )[0]
+        outputs = reduce_step_outputs(outputs, strategy)
+        if verdict is not None:
+            outputs[_optimizer.VERDICT] = verdict
+        return outputs
 
-    one_step_on_data = tf.function(
+    compiled = tf.function(
         one_step_on_data, reduce_retracing=True, jit_compile=model.jit_compile
     )
-    return _keras.autoconvert_optionals(model, one_step_on_data)
+    if not xla:
+        return _keras.autoconvert_optionals(model, compiled)
+
+    def checked_step_on_data(data):
+        # Outside XLA, where an Assert runs: before the next step.
+        return _optimizer.fail_on_verdict(compiled(data))
+
+    return _keras.autoconvert_optionals(model, checked_step_on_data)
 
 
 def multi_step_functions(model, step_function):

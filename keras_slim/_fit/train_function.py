@@ -80,8 +80,11 @@ class _Compiled:
     def __init__(self, model):
         self._model = model
         self._keras = None
+        # Under XLA, keras_slim's loop runs even one step per call: it
+        # fails a step on the verdict the compiled step returns.
         self.multi_step = (
             model.steps_per_execution > 1
+            or bool(model.jit_compile)
             or _strategy.is_multi_worker(model.distribute_strategy)
         ) and not model.run_eagerly
         # tf.functions: each is traced on its first call only.
