@@ -323,7 +323,8 @@ def records_step_losses(model):
     """Whether `model`'s multi-step calls record each step's loss.
 
     True for a `SlimModel` outside `MultiWorkerMirroredStrategy` (where
-    its steps per call stay 1 when left to it): a callback reading single
+    its steps per call stay 1 when left to it) and `ParameterServerStrategy`
+    (whose scheduled calls record nothing): a callback reading single
     steps' losses through `StepLoss` then leaves the steps per call free.
 
     Args:
@@ -332,7 +333,9 @@ def records_step_losses(model):
     Returns:
         A boolean.
     """
-    return is_slim_model(model)
+    return is_slim_model(model) and not _strategy.is_parameter_server(
+        model.distribute_strategy
+    )
 
 
 def is_slim_model(model):

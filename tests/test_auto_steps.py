@@ -214,3 +214,50 @@ def test_a_second_fit_keeps_the_logging_steps(caplog):
     assert logged_steps(caplog) == [
         f"global step {s}" for s in (8, 16, 24, 32, 40)
     ]
+
+
+@pytest.fixture
+def on_parameter_servers(monkeypatch):
+    """`choose` as under an asynchronous `ParameterServerStrategy` of
+    `workers[0]` workers (the real cluster: tests/test_parameter_server.py)."""
+    from keras_slim import _keras
+    from keras_slim import _strategy
+    from keras_slim._fit import sync_replicas
+
+    workers = [2]
+    monkeypatch.setattr(
+        _strategy, "kind", lambda strategy: _strategy.PARAMETER_SERVER
+    )
+    monkeypatch.setattr(
+        _keras,
+        "parameter_server_cluster",
+        lambda strategy: {
+            "worker": [f"w{i}" for i in range(workers[0])],
+            "ps": ["p0"],
+        },
+    )
+    settings = [None]
+    monkeypatch.setattr(sync_replicas, "settings_of", lambda s: settings[0])
+    return workers, settings
+
+
+def test_parameter_servers_give_each_worker_a_call_per_epoch(
+    on_parameter_servers,
+):
+    workers, settings = on_parameter_servers
+    # 20 steps per epoch, 2 workers: calls of 10, one per worker.
+    assert choose([], steps=20, x=lambda context: None) == 10
+    workers[0] = 4
+    assert choose([], steps=30) == 6  # at most 7, dividing 30
+    workers[0] = 40
+    assert choose([], steps=30) == 1
+    workers[0] = 1
+    assert choose([], steps=330) == 30  # MAX_STEPS still bounds it
+    # Scheduled calls record no single step's loss: log steps constrain.
+    assert LogEveryNSteps(5).step_multiples(auto_model()) == [5]
+    assert choose([LogEveryNSteps(5)], steps=330) == 5
+    assert choose([Checkpoints("/tmp/unused", every_n_steps=4)], 20) == 4
+    lam = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: 0)
+    assert choose([lam], steps=20) == 1
+    settings[0] = object()  # synchronous steps: one per round
+    assert choose([], steps=20) == 1

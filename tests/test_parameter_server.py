@@ -63,6 +63,15 @@ def test_every_scheduled_step_counts(fitted):
     assert result["loss_count"] == 160 * 32
 
 
+def test_steps_per_scheduled_call_are_chosen_where_callbacks_allow(fitted):
+    result, _ = fitted
+    # The first fit's callbacks act on batches: one step per call, and
+    # every step counted (above). The second leaves it to the model.
+    assert result["auto_ends"] == [9, 19, 29, 39]
+    assert result["auto_steps"] == 40
+    assert result["auto_after"] == 1  # evaluation keeps one per call
+
+
 def test_history_and_training(fitted):
     result, logdir = fitted
     history = result["history"]

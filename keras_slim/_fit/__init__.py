@@ -63,7 +63,13 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
     with _run.start(model) as run:
         run.records = None
         if _strategy.is_parameter_server(model.distribute_strategy):
-            return _fit_on_parameter_servers(model, run, x, y, kwargs)
+            if not auto:
+                return _fit_on_parameter_servers(model, run, x, y, kwargs)
+            model.steps_per_execution = auto_steps.choose(model, x, kwargs)
+            try:
+                return _fit_on_parameter_servers(model, run, x, y, kwargs)
+            finally:
+                model.steps_per_execution = 1
         steps = None
         if auto:
             steps = (

@@ -31,7 +31,8 @@ parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill-worker-at", type=int)
 parser.add_argument("--kill-ps-at", type=int)
 parser.add_argument("--then-kill-all-workers-at", type=int)
-parser.add_argument("--steps-per-execution", type=int, default=1)
+# Left to the model ("auto") unless given.
+parser.add_argument("--steps-per-execution", type=int)
 parser.add_argument("--train", action="store_true", help="keras_slim.train")
 args = parser.parse_args()
 
@@ -57,6 +58,21 @@ class Kill(keras.callbacks.Callback):
             self.cluster.kill("worker", 1)
         if self.batches == args.kill_ps_at:
             self.cluster.kill("ps", 1)
+
+
+class CallEnds(callbacks.StepCallback):
+    """Records the batch that ends each scheduled call; constrains none."""
+
+    def __init__(self):
+        super().__init__()
+        self.ends = []
+
+    def step_multiples(self, model):
+        return []
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        self.ends.append(batch)
 
 
 class KillAll(keras.callbacks.Callback):
@@ -95,7 +111,7 @@ with LocalCluster(workers=2, ps=2) as cluster:
             optimizer=keras.optimizers.Adam(0.01),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             metrics=["accuracy"],
-            steps_per_execution=args.steps_per_execution,
+            steps_per_execution=args.steps_per_execution or "auto",
         )
     # Bad calls fail before any step.
     for name, kwargs in {
@@ -154,6 +170,20 @@ with LocalCluster(workers=2, ps=2) as cluster:
         result["metric_devices"] = [
             v.value.device for m in model.metrics for v in m.variables
         ]
+    if "error" not in result and not args.train:
+        # Steps per scheduled call left to the model: 40 steps on 2
+        # workers, log lines every 10 steps -> calls of 10.
+        ends = CallEnds()
+        before = int(model.optimizer.iterations.numpy())
+        model.fit(
+            dataset_fn,
+            steps_per_epoch=40,
+            verbose=0,
+            callbacks=[callbacks.LogEveryNSteps(10), ends],
+        )
+        result["auto_ends"] = ends.ends
+        result["auto_steps"] = int(model.optimizer.iterations.numpy()) - before
+        result["auto_after"] = model.steps_per_execution
     if args.then_kill_all_workers_at:
         # A second fit loses every worker: an error within the bound.
         try:
