@@ -33,7 +33,12 @@ table gives medians over rounds and the ratios of keras_slim's medians to
 TF-Slim's. Target (issue 8): SlimModel.fit and keras_slim.train >= 1.0x
 TF-Slim graph mode on both models.
 
-Run: `python bench/vs_tf_slim.py [--rounds 5]`.
+`--feed dataset` feeds TF-Slim as Keras is fed: the batch repeated by
+`tf.data`, read through an iterator in its graph (`get_next` per
+`session.run`), instead of constant tensors.
+
+Run: `python bench/vs_tf_slim.py [--rounds 5] [--feed dataset]
+[--models CNN]`.
 """
 
 import argparse
@@ -181,7 +186,12 @@ shape = (28, 28, 1) if name.startswith("CNN") else (32,)
 x = rng.normal(size=(batch,) + shape).astype("float32")
 y = rng.integers(0, 10, size=batch).astype("int32")
 with tf.Graph().as_default():
-    images, labels = tf.constant(x), tf.constant(y)
+    if {feed!r} == "dataset":
+        # The batch repeated by tf.data, read in the graph, as Keras is fed.
+        data = tf.data.Dataset.from_tensors((x, y)).repeat()
+        images, labels = tf1.data.make_one_shot_iterator(data).get_next()
+    else:
+        images, labels = tf.constant(x), tf.constant(y)
     if name.startswith("CNN"):
         net = slim.conv2d(images, 32, 3, padding="VALID", scope="layer1")
         net = slim.max_pool2d(net, 2)
@@ -240,10 +250,11 @@ print(json.dumps({{"steps_per_sec": rate}}))
 """
 
 
-def tf_slim(name, mode="session", logdir=None):
+def tf_slim(name, mode="session", logdir=None, feed="constant"):
     code = TF_SLIM.format(
         name=name,
         mode=mode,
+        feed=feed,
         logdir=logdir,
         warmup=WARMUP,
         timed=TIMED,
@@ -264,6 +275,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
+        "--feed",
+        choices=["constant", "dataset"],
+        default="constant",
+        help="TF-Slim's input: constant tensors (default), or the batch "
+        "repeated by tf.data and read through an iterator, as Keras is fed",
+    )
+    parser.add_argument(
         "--models",
         default="MLP,CNN",
         help="comma-separated model name prefixes (default: both)",
@@ -283,7 +301,9 @@ def main(argv=None):
     print(
         f"keras {keras.__version__}, tensorflow {tf.__version__}, "
         f"{os.cpu_count()} CPUs; {TIMED} steps after {WARMUP}, batch "
-        f"{BATCH}; medians of {args.rounds} rounds"
+        f"{BATCH}; medians of {args.rounds} rounds; TF-Slim fed "
+        f"{args.feed} tensors; per-round ratios of SlimModel.fit to "
+        "TF-Slim in brackets (min-max)"
     )
     print()
     peers = ["TF-Slim", "slim.learning.train"]
@@ -303,16 +323,20 @@ def main(argv=None):
                 with tempfile.TemporaryDirectory(dir=shm) as logdir:
                     results[variant].append(function(name, data, logdir))
                 keras.backend.clear_session()
-            results["TF-Slim"].append(tf_slim(name))
+            results["TF-Slim"].append(tf_slim(name, feed=args.feed))
             with tempfile.TemporaryDirectory(dir=shm) as logdir:
                 results["slim.learning.train"].append(
-                    tf_slim(name, "train", logdir)
+                    tf_slim(name, "train", logdir, feed=args.feed)
                 )
         m = {v: statistics.median(r) for v, r in results.items()}
+        rounds = [
+            a / b for a, b in zip(results["SlimModel.fit"], results["TF-Slim"])
+        ]
         cells = " | ".join(f"{m[v]:.1f}" for v in [*VARIANTS, *peers])
         print(
             f"| {name} | {cells} | "
-            f"{m['SlimModel.fit'] / m['TF-Slim']:.3f} | "
+            f"{m['SlimModel.fit'] / m['TF-Slim']:.3f} "
+            f"({min(rounds):.2f}-{max(rounds):.2f}) | "
             f"{m['keras_slim.train'] / m['TF-Slim']:.3f} | "
             f"{m['keras_slim.train'] / m['slim.learning.train']:.3f} |",
             flush=True,
