@@ -50,7 +50,7 @@ def fitted(tmp_path_factory):
     return once_per_session(
         tmp_path_factory,
         "parameter_server_fit",
-        lambda: run(tmp_path_factory.mktemp("ps"), "fit"),
+        lambda: run(tmp_path_factory.mktemp("ps"), "fit", "--auto-fit"),
     )
 
 

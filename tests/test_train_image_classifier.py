@@ -405,6 +405,18 @@ def test_sync_replicas_flags_make_backup_workers(tmp_path):
     assert cli._deployment(plain).replicas_to_aggregate is None
 
 
+def test_worker_replicas_flags_make_multi_worker_replicas(tmp_path):
+    p = cli.parser()
+    flags = p.parse_args(
+        ["--train_dir", str(tmp_path), "--worker_replicas", "2", "--task", "1"]
+    )
+    cli._check(p, flags)
+    config = cli._deployment(flags)
+    assert config.kind == "multi_worker"
+    assert (config.num_replicas, config.replica_id) == (2, 1)
+    assert config.num_ps_tasks == 0
+
+
 def test_digits_split_is_stratified_and_relabelled():
     (x, y), (x_test, y_test) = _digits.load([5, 6, 7, 8, 9])
     assert x.shape[1:] == (8, 8, 1) and x.dtype == np.float32
@@ -426,7 +438,11 @@ def test_progress_bar_for_a_terminal(capsys):
 @pytest.mark.parametrize(
     "cluster_flags, train_flags, strategy",
     [
-        (["--workers", "2"], ["--worker_replicas", "2"], "CollectiveAllReduce"),
+        # Multi-worker replicas run keras_slim.train as in
+        # tests/test_multi_worker.py, and --worker_replicas maps to them
+        # (test_worker_replicas_flags_make_multi_worker_replicas): the
+        # command's cluster run is the parameter servers' one, whose
+        # coordinator alone evaluates and saves.
         (
             ["--workers", "2", "--ps", "1"],
             ["--num_ps_tasks", "1"],
@@ -435,7 +451,7 @@ def test_progress_bar_for_a_terminal(capsys):
     ],
 )
 def test_on_a_local_cluster(tmp_path, cluster_flags, train_flags, strategy):
-    """Synchronous replicas and parameter servers, through the launcher."""
+    """Parameter servers through the launcher: the command end to end."""
     result = subprocess.run(
         [
             sys.executable,

@@ -34,6 +34,9 @@ parser.add_argument("--then-kill-all-workers-at", type=int)
 # Left to the model ("auto") unless given.
 parser.add_argument("--steps-per-execution", type=int)
 parser.add_argument("--train", action="store_true", help="keras_slim.train")
+parser.add_argument(
+    "--auto-fit", action="store_true", help="then a fit with auto steps"
+)
 args = parser.parse_args()
 
 
@@ -170,7 +173,7 @@ with LocalCluster(workers=2, ps=2) as cluster:
         result["metric_devices"] = [
             v.value.device for m in model.metrics for v in m.variables
         ]
-    if "error" not in result and not args.train:
+    if args.auto_fit and "error" not in result:
         # Steps per scheduled call left to the model: 40 steps on 2
         # workers, log lines every 10 steps -> calls of 10.
         ends = CallEnds()
