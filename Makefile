@@ -58,9 +58,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/callbacks_overhead.py
 	$(BIN)/python bench/ps_throughput.py
 	$(BIN)/python bench/vs_tf_slim.py
+	$(BIN)/python bench/vs_tf_slim.py --feed dataset --models CNN
 	$(BIN)/python bench/step_floor.py
 	$(BIN)/python bench/resume_overhead.py
 	$(BIN)/python bench/input_pipeline.py
+	$(BIN)/python bench/xla.py
+	$(BIN)/python bench/step_profile.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits
