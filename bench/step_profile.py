@@ -36,39 +36,8 @@ WARMUP = 60
 TF_SLIM = """
 import collections
 name, steps, warmup, logdir = {name!r}, {steps}, {warmup}, {logdir!r}
-rng = np.random.default_rng(0)
-shape = (28, 28, 1) if name.startswith("CNN") else (32,)
-x = rng.normal(size=(64,) + shape).astype("float32")
-y = rng.integers(0, 10, size=64).astype("int32")
 with tf.Graph().as_default() as graph:
-    images, labels = tf.constant(x), tf.constant(y)
-    if name.startswith("CNN"):
-        net = slim.conv2d(images, 32, 3, padding="VALID", scope="layer1")
-        net = slim.max_pool2d(net, 2)
-        net = slim.conv2d(net, 64, 3, padding="VALID", scope="layer2")
-        net = slim.flatten(net)
-    else:
-        net = slim.fully_connected(images, 64, scope="layer1")
-        net = slim.fully_connected(net, 64, scope="layer2")
-    logits = slim.fully_connected(net, 10, activation_fn=None, scope="logits")
-    tf1.losses.sparse_softmax_cross_entropy(labels, logits)
-    total = slim.losses.get_total_loss()
-    variables = slim.get_trainable_variables()
-    multipliers = {{}}
-    for v in variables:
-        m = 2.0 if v.op.name.startswith("logits/") else 1.0
-        m *= 0.5 if v.op.name.endswith("/biases") else 1.0
-        if m != 1.0:
-            multipliers[v] = m
-    train_op = slim.learning.create_train_op(
-        total,
-        tf1.train.MomentumOptimizer(0.01, 0.9),
-        variables_to_train=[v for v in variables
-                            if v.op.name != "layer1/biases"],
-        gradient_multipliers=multipliers,
-        clip_gradient_norm=1.0,
-        check_numerics=True,
-    )
+    train_op = build_train_op(name, 64)
     ops = collections.Counter(op.type for op in graph.get_operations())
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
@@ -143,7 +112,9 @@ def main(argv=None):
         code = TF_SLIM.format(
             name=name, steps=args.steps, warmup=WARMUP, logdir=slim_dir
         )
-        slim_ops = tf_slim_peer.run(code, timeout=600)["ops"]
+        slim_ops = tf_slim_peer.run(
+            vs_tf_slim.TF_SLIM_TRAIN_OP + code, timeout=600
+        )["ops"]
         slim_times = kernel_times(slim_dir, args.steps)
         ours_dir = os.path.join(tmp, "keras_slim")
         our_ops = slim_model_profile(name, args.steps, ours_dir)

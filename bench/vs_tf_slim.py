@@ -177,16 +177,15 @@ def slim_train(name, data, logdir):
     return TIMED / (timer.end - timer.start)
 
 
-TF_SLIM = """
-name, mode, logdir = {name!r}, {mode!r}, {logdir!r}
-warmup, timed, batch = {warmup}, {timed}, {batch}
-import time
-rng = np.random.default_rng(0)
-shape = (28, 28, 1) if name.startswith("CNN") else (32,)
-x = rng.normal(size=(batch,) + shape).astype("float32")
-y = rng.integers(0, 10, size=batch).astype("int32")
-with tf.Graph().as_default():
-    if {feed!r} == "dataset":
+# The peer's model, batch and policy, in the child's default graph (no
+# format fields: bench/step_profile.py builds the same train op).
+TF_SLIM_TRAIN_OP = """
+def build_train_op(name, batch, feed="constant"):
+    rng = np.random.default_rng(0)
+    shape = (28, 28, 1) if name.startswith("CNN") else (32,)
+    x = rng.normal(size=(batch,) + shape).astype("float32")
+    y = rng.integers(0, 10, size=batch).astype("int32")
+    if feed == "dataset":
         # The batch repeated by tf.data, read in the graph, as Keras is fed.
         data = tf.data.Dataset.from_tensors((x, y)).repeat()
         images, labels = tf1.data.make_one_shot_iterator(data).get_next()
@@ -201,16 +200,16 @@ with tf.Graph().as_default():
         net = slim.fully_connected(images, 64, scope="layer1")
         net = slim.fully_connected(net, 64, scope="layer2")
     logits = slim.fully_connected(net, 10, activation_fn=None, scope="logits")
-    loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+    tf1.losses.sparse_softmax_cross_entropy(labels, logits)
     total = slim.losses.get_total_loss()
     variables = slim.get_trainable_variables()
-    multipliers = {{}}
+    multipliers = {}
     for v in variables:
         m = 2.0 if v.op.name.startswith("logits/") else 1.0
         m *= 0.5 if v.op.name.endswith("/biases") else 1.0
         if m != 1.0:
             multipliers[v] = m
-    train_op = slim.learning.create_train_op(
+    return slim.learning.create_train_op(
         total,
         tf1.train.MomentumOptimizer(0.01, 0.9),
         variables_to_train=[v for v in variables
@@ -219,6 +218,14 @@ with tf.Graph().as_default():
         clip_gradient_norm=1.0,
         check_numerics=True,
     )
+"""
+
+TF_SLIM = """
+name, mode, logdir = {name!r}, {mode!r}, {logdir!r}
+warmup, timed, batch = {warmup}, {timed}, {batch}
+import time
+with tf.Graph().as_default():
+    train_op = build_train_op(name, batch, {feed!r})
     if mode == "session":
         with tf1.Session() as session:
             session.run(tf1.global_variables_initializer())
@@ -260,7 +267,9 @@ def tf_slim(name, mode="session", logdir=None, feed="constant"):
         timed=TIMED,
         batch=BATCH,
     )
-    return tf_slim_peer.run(code, timeout=600)["steps_per_sec"]
+    return tf_slim_peer.run(TF_SLIM_TRAIN_OP + code, timeout=600)[
+        "steps_per_sec"
+    ]
 
 
 VARIANTS = {
