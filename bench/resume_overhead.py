@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 import keras_slim
-from keras_slim import _run
+from keras_slim import _signals
 from keras_slim import _stop_agreement
 from keras_slim import checkpoints
 from keras_slim._fit import feed as feed_lib
@@ -102,9 +102,9 @@ class Timer(keras_slim.callbacks.StepCallback):
 
 
 def steps_per_sec(name, data, handlers, strategy=None):
-    original = _run.Run.catch_signals, _stop_agreement.StopAgreement
+    original = _signals.StopSignals.catch, _stop_agreement.StopAgreement
     if not handlers:
-        _run.Run.catch_signals = lambda self: None
+        _signals.StopSignals.catch = lambda self: None
         _stop_agreement.StopAgreement = lambda strategy: bool
     try:
         with (strategy or tf.distribute.get_strategy()).scope():
@@ -118,7 +118,7 @@ def steps_per_sec(name, data, handlers, strategy=None):
                 callbacks=[keras_slim.callbacks.Checkpoints(directory), timer],
             )
     finally:
-        _run.Run.catch_signals, _stop_agreement.StopAgreement = original
+        _signals.StopSignals.catch, _stop_agreement.StopAgreement = original
     return (timer.last - timer.begin) / (timer.end - timer.start)
 
 

@@ -65,7 +65,7 @@ def fit_call(name, data, records=True, blocks=False):
         m = slim_model(name, data)
     finally:
         fit_loops._tracker_state = original
-    with _run.start(m) as run:
+    with _run.start(m) as run, m.train_function.bound(run):
         if blocks:
             run.feed = feed.make(m, data, None, {}, PER_CALL)
             assert run.feed.reads_blocks

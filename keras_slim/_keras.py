@@ -25,6 +25,7 @@ __all__ = [
     "TrackableObjectGraph",
     "autoconvert_optionals",
     "backing_variable",
+    "before_averages_replace_weights",
     "call_has_training_arg",
     "compute_loss",
     "dataset_external_state",
@@ -38,6 +39,7 @@ __all__ = [
     "moving_averages",
     "reduce_step_outputs_auto",
     "replace_all_reduce_sum",
+    "run_no_step_in_next_call",
     "set_initial_epoch",
     "strategy_supports_no_merge_call",
     "symbolic_build",
@@ -124,6 +126,33 @@ def reduce_step_outputs_auto(outputs, strategy):
     return reduce_per_replica(outputs, strategy, reduction="auto")
 
 
+def run_no_step_in_next_call(model, then):
+    """Makes the next call of a plain model's Keras train function run no
+    step, then puts that function back.
+
+    Keras's `fit` calls `model.train_function` after the batch's
+    `on_train_batch_begin`, looked up anew for every batch; a callback
+    that stops a run already at its target cannot keep that call from
+    running a step otherwise. (A `SlimModel`'s train function reads the
+    run and needs none of this.)
+
+    Args:
+        model: A Keras model whose `train_function` is Keras's own.
+        then: A function of no argument, called when the skipped call ends.
+    """
+    function = model.train_function
+    if function is None:
+        return
+
+    def no_step(iterator):
+        del iterator
+        model.train_function = function
+        then()
+        return {}
+
+    model.train_function = no_step
+
+
 def autoconvert_optionals(model, function):
     """`function` with Keras's conversion of optional inputs
     (`TensorFlowTrainer._autoconvert_optionals`)."""
@@ -208,6 +237,37 @@ def moving_averages(optimizer):
     return list(
         zip(inner._trainable_variables, inner._model_variables_moving_average)
     )
+
+
+def before_averages_replace_weights(optimizer, capture):
+    """Calls `capture(variables)` each time Keras is about to write an
+    optimizer's moving averages into the model's weights.
+
+    With `use_ema=True`, Keras's `fit` calls the optimizer's
+    `finalize_variable_values` before `on_train_end`, replacing the
+    training weights by their averages; a checkpoint saved then must
+    still hold the training weights. Set on the instance only.
+
+    Args:
+        optimizer: A Keras optimizer.
+        capture: A function of the list of variables about to change.
+
+    Returns:
+        A function of no argument that undoes this.
+    """
+    original = optimizer.finalize_variable_values
+
+    def finalize_variable_values(var_list):
+        capture(var_list)
+        return original(var_list)
+
+    # On this instance, not state to track.
+    vars(optimizer)["finalize_variable_values"] = finalize_variable_values
+
+    def undo():
+        vars(optimizer).pop("finalize_variable_values", None)
+
+    return undo
 
 
 def replace_all_reduce_sum(optimizer, make_replacement):

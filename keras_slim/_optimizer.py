@@ -17,7 +17,8 @@ intervals stay exact.
 
 Under XLA (`jit_compile=True`) an `Assert` op is compiled away, so a step
 that must fail cannot fail inside the compiled step. There the step's
-check is *deferred* (`deferred_check`): the compiled step applies nothing
+check is *deferred* (`StepOptions.defer_check`, `keras_slim/_fit/
+step_options.py`): the compiled step applies nothing
 and leaves `iterations` alone when the verdict is false, and returns the
 verdict (`VERDICT`: the finite flag, the loss, the squared gradient norm)
 with its logs; `fail_on_verdict`, in the uncompiled function that calls
@@ -43,10 +44,6 @@ NONFINITE = "keras_slim: LossTensor is inf or nan"
 
 #: The key of a deferred check's verdict in a step's logs.
 VERDICT = "keras_slim_numeric_verdict"
-
-# id(optimizer) -> depth: the optimizers whose steps are being traced for
-# XLA (`deferred_check`). A count per optimizer, as `presummed`'s.
-_DEFERRED = {}
 
 
 def _inner(optimizer):
@@ -96,33 +93,6 @@ def presummed(optimizer):
     finally:
         with _LOCK:
             switch.depth -= 1
-
-
-@contextlib.contextmanager
-def deferred_check(optimizer):
-    """Context in which the steps of `optimizer` defer a failing check.
-
-    Entered while tracing a step that XLA compiles (see the module
-    docstring); every replica thread of the step sees it.
-
-    Args:
-        optimizer: The model's Keras optimizer.
-    """
-    key = id(optimizer)
-    with _LOCK:
-        _DEFERRED[key] = _DEFERRED.get(key, 0) + 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _DEFERRED[key] -= 1
-            if not _DEFERRED[key]:
-                del _DEFERRED[key]
-
-
-def defers_check(optimizer):
-    """Whether a step of `optimizer` is being traced in `deferred_check`."""
-    return id(optimizer) in _DEFERRED
 
 
 def verdict(finite, error):

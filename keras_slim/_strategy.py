@@ -1,8 +1,12 @@
 """What kind of `tf.distribute` strategy runs the step, and who the chief is.
 
 One answer for every module: the fit machinery (which loop), the callbacks
-(who writes) and `keras_slim.train` ask here.
+(who writes) and `keras_slim.train` ask here. A strategy that runs
+synchronous steps over parameter servers carries its settings itself
+(`SyncReplicasStrategy`, made by `DeploymentConfig`).
 """
+
+import dataclasses
 
 import tensorflow as tf
 
@@ -93,3 +97,52 @@ def is_chief_task(jobs, task_type, task_id, worker_job="worker"):
     if "chief" in jobs:
         return task_type == "chief"
     return task_type == worker_job and task_id == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncSettings:
+    """How many gradients a synchronous step aggregates.
+
+    Attributes:
+        replicas_to_aggregate: Positive integer `R`: the gradients each
+            step averages.
+        total_num_replicas: Positive integer `N`: the gradient
+            computations kept in flight; above `R`, the extra ones are
+            backups whose results are dropped when stale; below `R`,
+            workers compute several batches per step.
+    """
+
+    replicas_to_aggregate: int
+    total_num_replicas: int
+
+
+class SyncReplicasStrategy(tf.distribute.ParameterServerStrategy):
+    """A `ParameterServerStrategy` whose `fit` runs synchronous steps.
+
+    TF1's `SyncReplicasOptimizer` over parameter servers
+    (`keras_slim/_fit/sync_replicas.py`); made by `DeploymentConfig(
+    replicas_to_aggregate=...)`.
+
+    Args:
+        cluster_resolver: The cluster's resolver.
+        settings: The `SyncSettings`.
+    """
+
+    def __init__(self, cluster_resolver, settings):
+        super().__init__(cluster_resolver)
+        self.sync_settings = settings
+
+
+def sync_settings(strategy):
+    """The `SyncSettings` of synchronous steps over parameter servers, or
+    `None` (asynchronous steps, or no parameter servers).
+
+    Args:
+        strategy: A `tf.distribute.Strategy`.
+
+    Returns:
+        `SyncSettings` or `None`.
+    """
+    if isinstance(strategy, SyncReplicasStrategy):
+        return strategy.sync_settings
+    return None

@@ -32,7 +32,6 @@ import tensorflow as tf
 
 from keras_slim import _checkpoint_readers
 from keras_slim import _keras
-from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.gradients import variable_path
 
@@ -46,7 +45,6 @@ __all__ = [
     "list_variables",
     "restore_latest",
     "restore_training_state",
-    "resumed_from",
     "training_checkpoint",
     "variables_to_restore",
 ]
@@ -54,20 +52,6 @@ __all__ = [
 CHECKPOINT_NAME = "model.ckpt"
 
 logger = logging.getLogger("keras_slim")
-
-
-def resumed_from(model):
-    """The checkpoint `Checkpoints` resumed `model` from in the current `fit`.
-
-    Args:
-        model: A Keras model.
-
-    Returns:
-        A checkpoint path while a `fit` that resumed runs; `None` when it
-        started afresh, or outside `fit`.
-    """
-    run = _run.current(model)
-    return None if run is None else run.resumed_from
 
 
 def _model_variables(model):

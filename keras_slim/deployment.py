@@ -27,7 +27,6 @@ import tensorflow as tf
 
 from keras_slim import _strategy
 from keras_slim import _validation
-from keras_slim._fit import sync_replicas
 
 __all__ = ["DeploymentConfig"]
 
@@ -439,15 +438,12 @@ class DeploymentConfig:
                     f"{sorted(jobs)}."
                 )
             self._multi_worker_clones()
-            strategy = tf.distribute.ParameterServerStrategy(
-                self.cluster_resolver
-            )
             steps = self.synchronous_steps
             if steps is not None:
-                sync_replicas.configure(
-                    strategy, sync_replicas.Settings(*steps)
+                return _strategy.SyncReplicasStrategy(
+                    self.cluster_resolver, _strategy.SyncSettings(*steps)
                 )
-            return strategy
+            return tf.distribute.ParameterServerStrategy(self.cluster_resolver)
         if kind == "multi_worker":
             jobs = self._jobs()
             workers = len(jobs.get(self.worker_job_name, [])) + len(

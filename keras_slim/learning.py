@@ -27,8 +27,8 @@ from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import Summaries
 from keras_slim.callbacks import Trace
 from keras_slim.callbacks import WarmStart
-from keras_slim.callbacks._steps import StepLoss
-from keras_slim.callbacks._steps import global_step
+from keras_slim.callbacks._step_loss import StepLoss
+from keras_slim.callbacks._step_loss import records_step_losses
 
 __all__ = ["train"]
 
@@ -62,11 +62,11 @@ class _LastStepLoss(StepCallback):
     def step_multiples(self, model):
         # The loss of the last step, not of the last call's steps: a model
         # that records each step's loss gives it at any steps per call.
-        return [] if _run.records_step_losses(model) else [1]
+        return [] if records_step_losses(model) else [1]
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        self._step_loss = StepLoss(self.model)
+        self._step_loss = StepLoss(self.model, self._run)
 
     def on_first_batch(self, step):
         last = self._number_of_steps
@@ -557,16 +557,18 @@ def train(
             if parameter_server
             else {"shuffle": False}
         )
+        all_callbacks = services + list(callbacks or [])
         with _run.start(model, is_chief=is_chief) as run:
             run.startup_delay_steps = startup_delay_steps
-            model.fit(
-                dataset,
-                epochs=1,
-                verbose=0,
-                callbacks=services + list(callbacks or []),
-                **fit_args,
-            )
-    step = global_step(model)
+            with _run.handed_to(all_callbacks, run):
+                model.fit(
+                    dataset,
+                    epochs=1,
+                    verbose=0,
+                    callbacks=all_callbacks,
+                    **fit_args,
+                )
+    step = int(model.optimizer.iterations.numpy())
     if last_loss.batches == 0 and (
         number_of_steps is None or step < number_of_steps
     ):

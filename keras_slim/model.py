@@ -22,8 +22,9 @@ import tensorflow as tf
 from keras_slim import _fit
 from keras_slim import _keras
 from keras_slim import _optimizer
-from keras_slim import _run
+from keras_slim import _strategy
 from keras_slim import gradients as gradients_lib
+from keras_slim._fit import step_options
 from keras_slim.policy import GradientPolicy
 
 __all__ = ["SlimModel", "wrap"]
@@ -281,14 +282,14 @@ class SlimModel(keras.Model):
             The dict of metric results, as `keras.Model.train_step` returns.
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        run = _run.current(self)
+        options = self.step_options
         y_pred, loss, grads, plan = self._gradients(x, y, sample_weight)
         grads, total_loss = _optimizer.sum_across_replicas(
             grads, loss if plan.check_numerics else None
         )
-        gate = self._gate(plan, grads, total_loss, run)
+        gate = self._gate(plan, grads, total_loss, options)
         self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
-        self._apply_summed(grads, plan, run, gate, x=x)
+        self._apply_summed(grads, plan, options, gate, x=x)
         logs = self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
         if gate.verdict is None:
             return logs
@@ -334,11 +335,11 @@ class SlimModel(keras.Model):
                 in the order of `gradient_step`'s.
             loss: The scalar loss the gradients belong to.
         """
-        run = _run.current(self)
+        options = self.step_options
         plan = self._plan()
         grads = list(grads)
-        gate = self._gate(plan, grads, loss, run)
-        self._apply_summed(grads, plan, run, gate, x=None)
+        gate = self._gate(plan, grads, loss, options)
+        self._apply_summed(grads, plan, options, gate, x=None)
 
     def _gradients(self, x, y, sample_weight):
         """Forward, loss, and the gradients of the policy's variables.
@@ -358,9 +359,27 @@ class SlimModel(keras.Model):
         grads = tape.gradient(scaled_loss, list(plan.variables))
         return y_pred, loss, grads, plan
 
-    def _gate(self, plan, grads, total_loss, run):
+    @property
+    def step_options(self):
+        """The `StepOptions` the train step is traced with: those its train
+        function fixed for the current run (`keras_slim/_fit/
+        step_options.py`), or the defaults."""
+        function = self.train_function
+        if isinstance(function, _fit.TrainFunction):
+            return function.step_options
+        return step_options.DEFAULT
+
+    @property
+    def records_step_losses(self):
+        """Whether multi-step calls record each step's loss (not under
+        parameter servers, whose scheduled calls record nothing): a
+        callback reading single steps' losses then leaves the steps per
+        call free."""
+        return not _strategy.is_parameter_server(self.distribute_strategy)
+
+    def _gate(self, plan, grads, total_loss, options):
         """The step's numeric check on summed gradients (see `_Gate`)."""
-        raises = run is None or run.raise_on_nonfinite
+        raises = options.raise_on_nonfinite
         if not plan.check_numerics:
             return _Gate(None, None, None, raises, None)
         # Once, on the sum: the same verdict on every replica. A
@@ -371,29 +390,28 @@ class SlimModel(keras.Model):
             squares = gradients_lib.squared_norms(present)
         finite, error = _optimizer.numeric_check(total_loss, squares)
         verdict = None
-        if raises and _optimizer.defers_check(self.optimizer):
+        if raises and options.defer_check:
             verdict = _optimizer.verdict(finite, error)
         return _Gate(
             finite, error if raises else None, squares, raises, verdict
         )
 
-    def _apply_summed(self, grads, plan, run, gate, *, x):
+    def _apply_summed(self, grads, plan, options, gate, *, x):
         """Policy, in-step summaries and the gated update."""
         grads = plan.apply(
             grads,
             scale=_optimizer.loss_scale(self.optimizer),
             squares=gate.squares,
         )
-        if run is not None and run.step_summaries is not None:
-            run.step_summaries(self, x, grads, plan.variables)
-        skipped = None if run is None else run.skipped_steps
+        if options.step_summaries is not None:
+            options.step_summaries(self, x, grads, plan.variables)
         _optimizer.apply_gradients(
             self.optimizer,
             grads,
             plan.variables,
             gate.finite,
             gate.error,
-            skipped,
+            options.skipped_steps,
             deferred=gate.verdict is not None,
         )
 

@@ -222,8 +222,6 @@ def on_parameter_servers(monkeypatch):
     `workers[0]` workers (the real cluster: tests/test_parameter_server.py)."""
     from keras_slim import _keras
     from keras_slim import _strategy
-    from keras_slim._fit import sync_replicas
-
     workers = [2]
     monkeypatch.setattr(
         _strategy, "kind", lambda strategy: _strategy.PARAMETER_SERVER
@@ -237,7 +235,7 @@ def on_parameter_servers(monkeypatch):
         },
     )
     settings = [None]
-    monkeypatch.setattr(sync_replicas, "settings_of", lambda s: settings[0])
+    monkeypatch.setattr(_strategy, "sync_settings", lambda s: settings[0])
     return workers, settings
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_slim import _run
 from keras_slim._fit import feed
 from tests.helpers import classification_data
 from tests.helpers import compile_model
@@ -106,7 +105,7 @@ def test_the_data_is_read_once_per_call():
     model.fit(data, verbose=0)
     assert int(counter.numpy()) == 40
     assert int(model.optimizer.iterations.numpy()) == 40
-    assert _run.current(model) is None  # the run and its feed are gone
+    assert "_keras_slim_run" not in vars(model)  # the run and its feed are gone
     model.evaluate(x, y, verbose=0)
 
 

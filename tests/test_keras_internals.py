@@ -309,9 +309,42 @@ def test_fit_gives_all_callbacks_one_params_dict():
 
 
 def test_keras_loop_calls_train_function_after_batch_begin():
-    """`Run.request_no_step` wraps a plain model's train function from a
-    callback's `on_train_batch_begin`: Keras must look the function up
-    after that hook, on every batch."""
+    """`Run.no_step` wraps a plain model's train function from a
+    callback's `on_train_batch_begin` (`run_no_step_in_next_call`): Keras
+    must look the function up after that hook, on every batch."""
     source = inspect.getsource(tf_trainer.TensorFlowTrainer.fit)
     begin = source.index("callbacks.on_train_batch_begin(begin_step)")
     assert source.index("self.train_function(iterator)", begin) > begin
+
+
+def test_the_two_patches_of_public_keras_attributes():
+    """`run_no_step_in_next_call` skips one call of a plain model's Keras
+    train function; `before_averages_replace_weights` sees the training
+    weights before Keras's `fit` writes the averages into them."""
+    x, y = classification_data(16)
+    model = compile_model(mlp(cls=keras.Model))
+    model.fit(x, y, batch_size=8, verbose=0)
+    function, before = model.train_function, model.get_weights()
+    ended = []
+    _keras.run_no_step_in_next_call(model, then=lambda: ended.append(1))
+    assert model.train_function(iter([])) == {}
+    assert model.train_function is function and ended == [1]
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    averaged = compile_model(
+        mlp(cls=keras.Model), keras.optimizers.SGD(0.5, use_ema=True)
+    )
+    seen = []
+
+    def capture(variables):
+        seen.append([v.numpy().copy() for v in variables])
+
+    undo = _keras.before_averages_replace_weights(averaged.optimizer, capture)
+    averaged.fit(x, y, batch_size=8, verbose=0)
+    undo()
+    assert "finalize_variable_values" not in vars(averaged.optimizer)
+    # The captured training weights differ from the averages Keras wrote.
+    trained = seen[0]
+    written = [v.numpy() for v in averaged.trainable_variables]
+    assert any(np.abs(a - b).max() > 1e-4 for a, b in zip(trained, written))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import keras_slim
-from keras_slim import _run
+from keras_slim import _signals
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
 from tests.test_resume import run
@@ -48,24 +48,21 @@ def test_a_signal_saves_its_step_and_the_rerun_resumes_exactly(
 
 
 def test_a_second_sigint_aborts_at_once_or_after_the_save():
-    model = common.model()
+    signals = _signals.StopSignals()
     before = signal.getsignal(signal.SIGINT)  # SIG_IGN in xdist workers
-    with _run.start(model) as run:
-        run.catch_signals()
-        assert signal.getsignal(signal.SIGINT) == run._on_signal
-        run._on_signal(signal.SIGINT, None)
-        assert run.stop_signal == "SIGINT"
-        # While a save is written, the abort waits for its end.
-        run.saving = True
-        run._on_signal(signal.SIGINT, None)
-        run.saving = False
-        with pytest.raises(KeyboardInterrupt):
-            run.saved()
-        run.catch_signals()
-        with pytest.raises(KeyboardInterrupt):
-            run._on_signal(signal.SIGINT, None)
-        # The abort put the previous handlers back.
-        assert signal.getsignal(signal.SIGINT) == before
+    signals.catch()
+    assert signal.getsignal(signal.SIGINT) == signals._on_signal
+    signals._on_signal(signal.SIGINT, None)
+    assert signals.received == "SIGINT"
+    # While a save is written, the abort waits for its end.
+    with pytest.raises(KeyboardInterrupt):
+        with signals.saving():
+            signals._on_signal(signal.SIGINT, None)
+    signals.catch()
+    with pytest.raises(KeyboardInterrupt):
+        signals._on_signal(signal.SIGINT, None)
+    # The abort put the previous handlers back.
+    assert signal.getsignal(signal.SIGINT) == before
 
 
 class SendSignal(keras_slim.callbacks.StepCallback):

@@ -1,21 +1,31 @@
-"""The run: one object per `fit` call, reached through one accessor."""
+"""The run: one object per `fit` call, handed to what needs it."""
 
+import ast
 import pathlib
 import re
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_slim
 from keras_slim import _run
 from keras_slim.callbacks import Checkpoints
+from keras_slim.callbacks import RunView
 from keras_slim.callbacks import StepCallback
+from keras_slim.callbacks import StepCounter
 from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import WarmStart
+from keras_slim.callbacks._step_loss import records_step_losses
 from tests.callbacks import common
 
 PACKAGE = pathlib.Path(keras_slim.__file__).parent
+
+
+def _current(model):
+    run, _ = vars(model).get("_keras_slim_run", (None, None))
+    return run
 
 
 class Seen(StepCallback):
@@ -27,21 +37,21 @@ class Seen(StepCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        self.runs.append(self.run)
+        self.runs.append(self._run)
 
     def on_train_end(self, logs=None):
-        self.runs.append(self.run)
+        self.runs.append(self._run)
 
 
 def test_start_joins_an_explicit_run_and_removes_it_after():
     model = common.model()
     with _run.start(model, is_chief=False) as outer:
-        assert _run.current(model) is outer
+        assert _current(model) is outer
         with _run.start(model) as inner:
             assert inner is outer
         assert _run.of(model, params={"epochs": 1}) is outer
         assert not outer.is_chief
-    assert _run.current(model) is None
+    assert _current(model) is None
 
 
 @pytest.mark.parametrize("kind", ["slim", "keras"])
@@ -54,9 +64,14 @@ def test_one_run_per_fit_shared_by_its_callbacks(kind):
     common.fit(model, data, 2, [later])
     assert first.runs[0] is first.runs[1] is second.runs[0]
     assert later.runs[0] is not first.runs[0]
+    assert isinstance(first.run, RunView)
+    assert isinstance(first.counter, StepCounter)
+    assert first.counter.step == 2 and later.counter.step == 4
     if kind == "slim":
         # SlimModel.fit ends its run; a plain model's stays until the next.
-        assert _run.current(model) is None
+        assert _current(model) is None
+        # The fit handed the run over: no lookup by model.
+        assert first._handed is None
 
 
 class Fail(keras.callbacks.Callback):
@@ -97,8 +112,29 @@ def test_a_run_at_its_target_runs_no_step_and_keeps_the_train_function(
     assert model.train_function is function
 
 
-def test_only_the_run_accessor_sets_an_attribute_on_the_model():
-    """`grep -rn "_keras_slim_" keras_slim/` shows only the accessor."""
+class SkipFrom(StepCallback):
+    """Asks the run to skip non-finite steps once training has begun."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        self._run.raise_on_nonfinite = False
+
+
+def test_the_step_options_are_fixed_for_the_run():
+    """A run's NaN mode is read when its first call fixes the step: a
+    callback changing it later changes nothing in that run's step."""
+    x, y, _ = common.full_batch()
+    x = x.copy()
+    x[-8:] = np.nan  # the last batch of 4
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    model = common.model()
+    with pytest.raises(keras_slim.NanLossDuringTrainingError):
+        model.fit(data, epochs=1, verbose=0, callbacks=[SkipFrom()])
+    assert model.train_function.step_options.raise_on_nonfinite
+
+
+def test_only_the_run_module_sets_an_attribute_on_the_model():
+    """`grep -rn "_keras_slim_" keras_slim/` shows only the run module."""
     hits = [
         f"{p.relative_to(PACKAGE)}:{n}"
         for p in PACKAGE.rglob("*.py")
@@ -108,14 +144,92 @@ def test_only_the_run_accessor_sets_an_attribute_on_the_model():
     assert len(hits) == 1 and hits[0].startswith("_run.py:"), hits
 
 
+def _calls(name):
+    """The modules calling `_run.<name>(` (one entry per call)."""
+    pattern = re.compile(rf"\b_run\.{name}\(")
+    return sorted(
+        f"{p.relative_to(PACKAGE)}"
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "_run.py"  # its docstrings show the calls
+        for line in p.read_text().splitlines()
+        if pattern.search(line)
+    )
+
+
+def test_the_run_is_found_by_model_in_two_places_only():
+    """Whoever starts a run hands it over; the lookups left: a plain
+    model's callbacks (`of`), and a fit joining train's run (`start`)."""
+    assert _calls("of") == ["callbacks/_run_callback.py"]
+    assert _calls("start") == ["_fit/__init__.py", "learning.py"]
+    source = (PACKAGE / "_run.py").read_text()
+    assert source.count("# A lookup by model:") == 2
+
+
 def test_no_callback_assigns_the_train_function():
     pattern = re.compile(r"\.train_function\s*=")
     for path in (PACKAGE / "callbacks").glob("*.py"):
         assert not pattern.search(path.read_text()), path.name
 
 
+def _module_paths():
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(p for p in parts if p != "__init__")] = path
+    return modules
+
+
+def _imports(path, modules):
+    """The keras_slim modules `path` imports, at any depth of the file:
+    `from a import b` imports module `a.b` where there is one, else `a`."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                names.add(full if full in modules else node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return {n for n in names if n in modules}
+
+
+def _module_graph():
+    modules = _module_paths()
+    return {
+        name: _imports(path, modules) - {name}
+        for name, path in modules.items()
+    }
+
+
+def test_the_package_has_no_import_circle():
+    graph = _module_graph()
+    done, active = set(), []
+
+    def visit(name):
+        if name in active:
+            cycle = active[active.index(name) :] + [name]
+            pytest.fail("import circle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        active.append(name)
+        for other in sorted(graph[name]):
+            visit(other)
+        active.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
+
+
+def test_the_run_imports_nothing_above_it():
+    assert _module_graph()["keras_slim._run"] == {
+        "keras_slim._keras",
+        "keras_slim._signals",
+        "keras_slim._strategy",
+    }
+
+
 def test_records_step_losses_only_for_slim_models():
-    assert _run.records_step_losses(common.model())
-    assert not _run.records_step_losses(common.model("keras"))
-    assert _run.is_slim_model(common.model())
-    assert not _run.is_slim_model(object())
+    assert records_step_losses(common.model())
+    assert not records_step_losses(common.model("keras"))
+    assert not records_step_losses(object())

@@ -17,6 +17,7 @@ import types
 import numpy as np
 import pytest
 
+from keras_slim import _strategy
 from keras_slim._fit import sync_replicas
 
 SCRIPT = str(
@@ -109,7 +110,7 @@ def _steps(coord, aggregate, total, watch=None):
         model,
         coord,
         iterator=None,
-        settings=sync_replicas.Settings(aggregate, total),
+        settings=_strategy.SyncSettings(aggregate, total),
         watch=watch or _Watch(),
         poll_secs=0.01,
     )

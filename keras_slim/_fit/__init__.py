@@ -62,36 +62,36 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
     _validation.numeric_inputs(model, x)
     with _run.start(model) as run:
         run.records = None
-        if _strategy.is_parameter_server(model.distribute_strategy):
-            if not auto:
-                return _fit_on_parameter_servers(model, run, x, y, kwargs)
-            model.steps_per_execution = auto_steps.choose(model, x, kwargs)
-            try:
-                return _fit_on_parameter_servers(model, run, x, y, kwargs)
-            finally:
-                model.steps_per_execution = 1
-        steps = None
+        function = model.make_train_function()
+        callbacks = list(kwargs.get("callbacks") or [])
+        with function.bound(run), _run.handed_to(callbacks, run):
+            if _strategy.is_parameter_server(model.distribute_strategy):
+                return _fit_on_parameter_servers(model, run, x, y, kwargs, auto)
+            return _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto)
+
+
+def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto):
+    """Keras's `fit`, on the run's feed, at the steps per call chosen."""
+    steps = None
+    if auto:
+        steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
+        model.steps_per_execution = steps
+    run.feed = feed_lib.make(model, x, y, kwargs, steps)
+    kwargs = dict(run.feed.kwargs)
+    kwargs["callbacks"] = [
+        position.Position(run),
+        *(kwargs.get("callbacks") or []),
+    ]
+    try:
+        return keras_fit(*run.feed.keras_data(), **kwargs)
+    finally:
+        _keras.set_initial_epoch(model, None)
         if auto:
-            steps = (
-                1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
-            )
-            model.steps_per_execution = steps
-        run.feed = feed_lib.make(model, x, y, kwargs, steps)
-        kwargs = dict(run.feed.kwargs)
-        kwargs["callbacks"] = [
-            position.Position(),
-            *(kwargs.get("callbacks") or []),
-        ]
-        try:
-            return keras_fit(*run.feed.keras_data(), **kwargs)
-        finally:
-            _keras.set_initial_epoch(model, None)
-            if auto:
-                # Evaluation and prediction keep one batch per call.
-                model.steps_per_execution = 1
+            # Evaluation and prediction keep one batch per call.
+            model.steps_per_execution = 1
 
 
-def _fit_on_parameter_servers(model, run, x, y, kwargs):
+def _fit_on_parameter_servers(model, run, x, y, kwargs, auto):
     if y is not None:
         raise ValueError(
             "Under ParameterServerStrategy, pass a tf.data.Dataset of "
@@ -101,10 +101,16 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs):
         x, None, kwargs, why="parameter-server workers read their own data"
     )
     run.feed.follows_keras = False
-    return parameter_server.fit(
-        model,
-        x,
-        run=run,
-        translate_error=lambda f: translate_nonfinite(f, model.optimizer),
-        **kwargs,
-    )
+    if auto:
+        model.steps_per_execution = auto_steps.choose(model, x, kwargs)
+    try:
+        return parameter_server.fit(
+            model,
+            x,
+            run=run,
+            translate_error=lambda f: translate_nonfinite(f, model.optimizer),
+            **kwargs,
+        )
+    finally:
+        if auto:
+            model.steps_per_execution = 1

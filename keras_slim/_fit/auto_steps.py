@@ -37,7 +37,6 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
-from keras_slim._fit import sync_replicas
 
 MAX_STEPS = 32
 
@@ -111,7 +110,7 @@ def choose(model, x, kwargs):
 def _on_parameter_servers(model, kwargs):
     """The steps per scheduled call under `ParameterServerStrategy`."""
     strategy = model.distribute_strategy
-    if sync_replicas.settings_of(strategy) is not None:
+    if _strategy.sync_settings(strategy) is not None:
         return 1  # each synchronous step is its own round
     constraints = _callback_steps(model, kwargs)
     if constraints is None:

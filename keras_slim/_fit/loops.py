@@ -37,8 +37,6 @@ is one step's loss sum and batch size. They reach the host only when a
 callback reads them (`keras_slim.callbacks.StepLoss`).
 """
 
-import contextlib
-
 import keras
 import tensorflow as tf
 
@@ -282,13 +280,7 @@ def step_on_data(model, step_function):
 
     @tf.autograph.experimental.do_not_convert
     def one_step_on_data(data):
-        deferred = (
-            _optimizer.deferred_check(model.optimizer)
-            if xla
-            else contextlib.nullcontext()
-        )
-        with deferred:
-            outputs = strategy.run(step_function, args=(data,))
+        outputs = strategy.run(step_function, args=(data,))
         verdict = None
         if isinstance(outputs, dict) and _optimizer.VERDICT in outputs:
             # The same on every replica: computed on summed values.
@@ -328,10 +320,12 @@ def multi_step_functions(model, step_function):
         step_function: The per-replica step, usually `model.train_step`.
 
     Returns:
-        `(on_iterator, on_host, on_blocks)`: `tf.function`s of an iterator
-        (Keras's, already distributed; a run's host iterator, split across
-        replicas here; an iterator of blocks, split too) returning `(logs,
-        records)`.
+        `(on_iterator, on_host, on_blocks, on_python)`: `tf.function`s of
+        an iterator (Keras's, already distributed; a run's host iterator,
+        split across replicas here; an iterator of blocks, split too)
+        returning `(logs, records)`, and a Python function running the
+        steps of a call on a Python iterator's batches, returning the
+        logs.
     """
     strategy = model.distribute_strategy
     record = not _strategy.is_multi_worker(strategy)
@@ -357,10 +351,20 @@ def multi_step_functions(model, step_function):
         source = BlockSource(blocks, split)
         return run_steps(one_step, source, source.count, Records(model, record))
 
-    return tuple(
+    def on_python(iterator):
+        # What Keras's own train function does with a Python iterator.
+        outputs = None
+        for _, batch in zip(range(model.steps_per_execution), iterator):
+            outputs = one_step(batch)
+        if outputs is None:
+            raise StopIteration
+        return outputs
+
+    compiled = tuple(
         tf.function(f, reduce_retracing=True)
         for f in (on_iterator, on_host, on_blocks)
     )
+    return (*compiled, on_python)
 
 
 def scheduled_steps_function(model):

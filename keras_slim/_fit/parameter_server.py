@@ -41,6 +41,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim._fit import loops
 from keras_slim._fit import sync_replicas
@@ -350,7 +351,7 @@ def fit(
     _check_arguments(steps_per_epoch, validation_data, epochs, unsupported)
     strategy = model.distribute_strategy
     dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
-    settings = sync_replicas.settings_of(strategy)
+    settings = _strategy.sync_settings(strategy)
     if settings is not None and run.startup_delay_steps:
         raise ValueError(
             "`startup_delay_steps` must be 0 with synchronous steps "
@@ -397,8 +398,8 @@ def fit(
     try:
         with _lost_ps():
             callback_list.on_train_begin()
-            # NanLossGuard has set the NaN mode: the step is traced later.
-            model.train_function.attach_skipped_steps(run)
+            # The callbacks have set the step's options: fixed from here.
+            model.train_function.for_run()
             if sync is not None:
                 _check_sync_summaries(run)
             logs = {}

@@ -32,12 +32,10 @@ the coordinator polls, checking the `WorkerWatch` between polls, so the
 loss of every worker fails `fit` with their names.
 """
 
-import dataclasses
 import logging
 import queue
 import threading
 import time
-import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -45,45 +43,6 @@ import tensorflow as tf
 from keras_slim import _keras
 
 logger = logging.getLogger("keras_slim")
-
-_SETTINGS = weakref.WeakKeyDictionary()
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """How many gradients a synchronous step aggregates.
-
-    Attributes:
-        replicas_to_aggregate: Positive integer `R`: the gradients each
-            step averages.
-        total_num_replicas: Positive integer `N`: the gradient
-            computations kept in flight; above `R`, the extra ones are
-            backups whose results are dropped when stale; below `R`,
-            workers compute several batches per step.
-    """
-
-    replicas_to_aggregate: int
-    total_num_replicas: int
-
-
-def configure(strategy, settings):
-    """Makes `fit` under `strategy` run synchronous steps (or, with
-    `None`, asynchronous ones, the default).
-
-    Args:
-        strategy: A `ParameterServerStrategy`.
-        settings: `Settings`, or `None`.
-    """
-    if settings is None:
-        _SETTINGS.pop(strategy, None)
-    else:
-        _SETTINGS[strategy] = settings
-
-
-def settings_of(strategy):
-    """The `Settings` of `strategy`, or `None` for asynchronous steps."""
-    return _SETTINGS.get(strategy)
-
 
 class Aggregator:
     """The host side of one synchronous step: take the first `R` fresh
@@ -174,7 +133,7 @@ class SyncSteps:
         model: The `SlimModel`, built under the `ParameterServerStrategy`.
         coord: The strategy's `ClusterCoordinator`.
         iterator: The per-worker iterator the gradient steps read.
-        settings: The `Settings`.
+        settings: The strategy's `SyncSettings` (`keras_slim/_strategy.py`).
         watch: A `WorkerWatch`: every wait fails when no worker is
             reachable for its timeout.
         poll_secs: Seconds between two checks of the watch while waiting.

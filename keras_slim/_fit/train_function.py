@@ -1,21 +1,19 @@
-"""`SlimModel`'s train function: one object that reads the run.
+"""`SlimModel`'s train function: one object, bound to each run.
 
 Keras's `fit` calls `model.train_function(iterator)` once per batch of
 steps. A `SlimModel`'s train function is a `TrainFunction`, made once per
-compile and policy, which on each call asks the run (`keras_slim/_run.py`):
-
-- whether to run no step at all (`StopAtStep` at its target);
-- which compiled function fits the run: one per NaN mode (raise or skip),
-  in-step summaries hook and steps per call, each traced on first use
-  while the run holds that state, so no callback rebuilds or replaces
-  `model.train_function`;
-- where to read the data: Keras's iterator, or the run's feed's blocks;
-
-and leaves each step's loss-tracker records in the run (`Run.records`).
-A loss found non-finite by the step's check becomes
-`keras_slim.NanLossDuringTrainingError`.
+compile and policy; the fit that starts a run binds it to the run
+(`bound`). At the run's first call it fixes the step's options (NaN mode,
+in-step summaries hook, `keras_slim/_fit/step_options.py`) and picks the
+compiled functions of those options and steps per call, made once and
+kept for later runs. On each call it then reads from the run whether the
+call runs no step (`Run.no_step`) and where the data comes from (the
+run's feed, or Keras's iterator), and leaves each step's loss-tracker
+records in the run (`Run.records`). A loss found non-finite by the step's
+check becomes `keras_slim.NanLossDuringTrainingError`.
 """
 
+import contextlib
 import functools
 import math
 import re
@@ -24,10 +22,10 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _run
 from keras_slim import _strategy
 from keras_slim._fit import loops
 from keras_slim._fit import skipped as skipped_lib
+from keras_slim._fit import step_options
 from keras_slim._optimizer import NONFINITE
 from keras_slim.errors import NanLossDuringTrainingError
 
@@ -75,10 +73,12 @@ def translate_nonfinite(function, optimizer):
 
 
 class _Compiled:
-    """The functions of one run state: Keras's, and keras_slim's loops."""
+    """The functions of one set of step options: Keras's, and keras_slim's
+    loops."""
 
-    def __init__(self, model):
+    def __init__(self, model, options):
         self._model = model
+        self.options = options
         self._keras = None
         # Under XLA, keras_slim's loop runs even one step per call: it
         # fails a step on the verdict the compiled step returns.
@@ -88,7 +88,7 @@ class _Compiled:
             or _strategy.is_multi_worker(model.distribute_strategy)
         ) and not model.run_eagerly
         # tf.functions: each is traced on its first call only.
-        self.on_iterator, self.on_host, self.on_blocks = (
+        self.on_iterator, self.on_host, self.on_blocks, self.on_python = (
             loops.multi_step_functions(model, model.train_step)
         )
 
@@ -118,11 +118,12 @@ class TrainFunction:
     Example:
     ```python
     model.train_function = TrainFunction(model)  # in make_train_function
-    logs = model.train_function(iterator)  # by Keras's fit, per batch
+    with model.train_function.bound(run):  # by the fit that started `run`
+        logs = model.train_function(iterator)  # by Keras's fit, per batch
     ```
     """
 
-    #: `Run.request_no_step` need not wrap this function: it reads the run.
+    #: `Run.no_step` need not replace this function: it reads the run.
     reads_the_run = True
 
     def __init__(self, model):
@@ -130,23 +131,70 @@ class TrainFunction:
         self._compiled = {}
         self._built = False
         self._skipped = None
+        self._run = None
+        self._current = None
         self._call = translate_nonfinite(self._run_steps, model.optimizer)
 
-    def attach_skipped_steps(self, run):
-        """Gives a run that skips non-finite steps (`raise_on_nonfinite`
-        false) the model's `SkippedSteps`, counted from zero in this run.
+    @contextlib.contextmanager
+    def bound(self, run):
+        """Runs the calls made inside for `run`.
 
         Args:
             run: The fit's `Run`.
+
+        Yields:
+            Nothing.
         """
-        if run.raise_on_nonfinite or run.skipped_steps is not None:
-            return
-        if self._skipped is None:
-            self._skipped = skipped_lib.SkippedSteps(
-                self._model.distribute_strategy
-            )
-        self._skipped.reset()
-        run.skipped_steps = self._skipped
+        self._run, self._current = run, None
+        try:
+            yield
+        finally:
+            self._run, self._current = None, None
+
+    def for_run(self):
+        """The compiled functions of the bound run's step options, fixed at
+        the run's first call (after every callback's `on_train_begin`).
+
+        Returns:
+            The functions, whose `options` the model's step is traced with.
+        """
+        if self._current is None:
+            self._current = self._functions(self._options())
+        return self._current
+
+    @property
+    def step_options(self):
+        """The `StepOptions` the model's step is traced with now (read by
+        `SlimModel.train_step` while it is traced)."""
+        if self._current is None:
+            return step_options.DEFAULT
+        return self._current.options
+
+    def _options(self):
+        run = self._run
+        model = self._model
+        # XLA compiles keras_slim's loops' step (`loops.step_on_data`),
+        # never a step scheduled on parameter servers.
+        xla = (
+            bool(model.jit_compile)
+            and not model.run_eagerly
+            and not _strategy.is_parameter_server(model.distribute_strategy)
+        )
+        if run is None:
+            return step_options.StepOptions(defer_check=xla)
+        if not run.raise_on_nonfinite and run.skipped_steps is None:
+            if self._skipped is None:
+                self._skipped = skipped_lib.SkippedSteps(
+                    self._model.distribute_strategy
+                )
+            self._skipped.reset()
+            run.skipped_steps = self._skipped
+        return step_options.StepOptions(
+            raise_on_nonfinite=run.raise_on_nonfinite,
+            step_summaries=run.step_summaries,
+            skipped_steps=run.skipped_steps,
+            defer_check=xla and run.raise_on_nonfinite,
+        )
 
     def __call__(self, iterator):
         return self._call(iterator)
@@ -168,56 +216,48 @@ class TrainFunction:
             _keras.symbolic_build(self._model, spec)
         self._built = True
 
-    def _key(self, run):
-        if run is None:
-            return (True, None, self._model.steps_per_execution)
-        return (
-            run.raise_on_nonfinite,
-            run.step_summaries,
-            self._model.steps_per_execution,
-        )
-
-    def _functions(self, run):
-        key = self._key(run)
+    def _functions(self, options):
+        key = (options, self._model.steps_per_execution)
         if key not in self._compiled:
             # A summaries hook belongs to one fit: drop the functions of
             # earlier ones.
-            for old in [k for k in self._compiled if k[1] is not None]:
+            for old in [k for k in self._compiled if k[0].step_summaries]:
                 del self._compiled[old]
-            self._compiled[key] = _Compiled(self._model)
+            self._compiled[key] = _Compiled(self._model, options)
         return self._compiled[key]
 
     def _run_steps(self, iterator):
-        run = _run.current(self._model)
-        if run is not None and (run.take_no_step() or run.phantom):
-            if run.feed is not None and run.feed.reads_host:
+        run = self._run
+        feed = run.feed if run is not None else None
+        if run is not None and run.no_step:
+            if feed is not None and feed.reads_host:
                 # The pass starts even if it runs no step: a restored
                 # position applies to its iterator.
-                run.feed.source(iterator)
+                feed.source(iterator)
             run.records = None
-            self._build(run.feed, iterator)
+            run.no_step = False
+            self._build(feed, iterator)
             return {}
-        if run is not None:
-            self.attach_skipped_steps(run)
-        functions = self._functions(run)
-        feed = run.feed if run is not None else None
-        records = None
-        if feed is not None and feed.reads_host:
-            source = feed.source(iterator)
-            if feed.reads_blocks:
-                outputs, records = functions.on_blocks(source)
-            else:
-                outputs, records = functions.on_host(source)
-        else:
-            if feed is not None and feed.resume_skips:
-                feed.skip(iterator)
-            if not functions.multi_step or not isinstance(
-                iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
-            ):
-                # One step per call, Python generators: Keras's own.
-                outputs = functions.keras(iterator)
-            else:
-                outputs, records = functions.on_iterator(iterator)
+        functions = self.for_run()
+        outputs, records = self._steps(functions, feed, iterator)
         if run is not None:
             run.records = records
         return outputs
+
+    @staticmethod
+    def _steps(functions, feed, iterator):
+        """`(logs, records)` of the call's steps, read where the feed says."""
+        if feed is not None and feed.reads_host:
+            source = feed.source(iterator)
+            if feed.reads_blocks:
+                return functions.on_blocks(source)
+            return functions.on_host(source)
+        if feed is not None and feed.resume_skips:
+            feed.skip(iterator)
+        if not functions.multi_step:
+            return functions.keras(iterator), None  # Keras's own step
+        if not isinstance(
+            iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)
+        ):
+            return functions.on_python(iterator), None  # Python generators
+        return functions.on_iterator(iterator)

@@ -50,15 +50,17 @@ class StepSummaries:
     """Writes gradient and activation summaries from the train step.
 
     Args:
-        writer: The `tf.summary` writer.
+        make_writer: A function of no argument returning the
+            `tf.summary` writer, called when the step is first traced.
         gradients: Whether to write each gradient's histogram and norm.
         activations: Whether to write each layer output's histogram and
             zero fraction (the model must be functional).
         model: The model, for the activation probe.
     """
 
-    def __init__(self, writer, *, gradients, activations, model):
-        self.writer = writer
+    def __init__(self, make_writer, *, gradients, activations, model):
+        self._make_writer = make_writer
+        self._writer = None
         self.gradients = gradients
         self.activations = activations
         with model.distribute_strategy.scope():
@@ -71,6 +73,14 @@ class StepSummaries:
         if activations:
             self._names, self._probe = activation_probe(model)
         self._unlogged = set()
+
+    @property
+    def writer(self):
+        """The writer, made on first use (outside the graph being traced)."""
+        if self._writer is None:
+            with tf.init_scope():
+                self._writer = self._make_writer()
+        return self._writer
 
     def __call__(self, model, x, grads, variables):
         """Adds the summary ops to the step being traced."""

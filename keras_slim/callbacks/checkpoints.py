@@ -8,6 +8,7 @@ import shutil
 import tensorflow as tf
 
 from keras_slim import _checkpoint_dir
+from keras_slim import _keras
 from keras_slim import _stop_agreement
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
@@ -129,6 +130,8 @@ class Checkpoints(StepCallback):
         self._lock = None
         self._agree = bool
         self._loss_finite = True
+        self._training_weights = None
+        self._forget = None
 
     def step_multiples(self, model):
         # The step of the checkpoint a restore will start from, too, so
@@ -148,7 +151,7 @@ class Checkpoints(StepCallback):
         super().on_train_begin(logs)
         self._loss_finite = True
         strategy = self.model.distribute_strategy
-        self._chief = self.run.is_chief
+        self._chief = self._run.is_chief
         write_dir = (
             self.directory
             if self._chief
@@ -160,13 +163,13 @@ class Checkpoints(StepCallback):
             what="checkpoints",
             create=True,
         )
-        feed = self.run.feed
+        feed = self._run.feed
         self._warn_about_input(feed)
         data = None if feed is None else feed.state
         if self._chief:
             # Before anything is read or written: one training at a time.
             self._lock = _checkpoint_dir.lock(self.directory)
-            self.run.at_end(self._unlock)
+            self._run.at_end(self._unlock)
             _checkpoint_dir.repair(
                 self.directory,
                 checkpoints_lib.CHECKPOINT_NAME,
@@ -183,11 +186,11 @@ class Checkpoints(StepCallback):
         self._write_manager = (
             self._manager if self._chief else self._make_manager(write_dir)
         )
-        self.run.resumed(self.restored_path)
-        self.run.keep_training_weights()
+        self._run.resumed(self.restored_path)
+        self._keep_training_weights()
         # Under several workers, they all stop at the same call.
         self._agree = _stop_agreement.StopAgreement(strategy)
-        self.run.catch_signals()
+        self._run.signals.catch()
         step = self.counter.sync()
         self._trigger.reset(step)
         self._start_step = step
@@ -242,6 +245,28 @@ class Checkpoints(StepCallback):
                 + "\n".join(failures)
             )
         return None
+
+    def _keep_training_weights(self):
+        """With an optimizer's moving averages (`use_ema`), Keras's `fit`
+        writes the averages into the weights before `on_train_end`; the
+        training weights are kept first, so the last save holds them as
+        the weights and the averages apart."""
+        self._training_weights = None
+        self._forget = None
+        optimizer = self.model.optimizer
+        if not getattr(optimizer, "use_ema", False):
+            return
+
+        def keep(variables):
+            self._training_weights = [(v, v.numpy()) for v in variables]
+
+        self._forget = _keras.before_averages_replace_weights(optimizer, keep)
+        self._run.at_end(self._forget_training_weights)
+
+    def _forget_training_weights(self):
+        forget, self._forget = self._forget, None
+        if forget is not None:
+            forget()
 
     def _unlock(self):
         _checkpoint_dir.unlock(getattr(self, "_lock", None))
@@ -298,7 +323,7 @@ class Checkpoints(StepCallback):
         self._loss_finite = loss is None or math.isfinite(float(loss))
         if self._trigger.enabled and self._trigger(self.counter.step):
             self.save()
-        if self._agree(self.run.stop_signal is not None):
+        if self._agree(self._run.signals.received is not None):
             self._stop_on_signal()
 
     def _stop_on_signal(self):
@@ -313,20 +338,22 @@ class Checkpoints(StepCallback):
             path = self.save()
         elif self._chief:
             path = self._manager.latest_checkpoint
-        self.run.release_signals()
+        self._run.signals.release()
         raise TrainingPreemptedError(
-            step, path, self.run.stop_signal or "a signal to another worker"
+            step,
+            path,
+            self._run.signals.received or "a signal to another worker",
         )
 
     def on_train_end(self, logs=None):
-        self.run.release_signals()
+        self._run.signals.release()
         # The resume concerns this fit only (WarmStart reads it).
-        self.run.resumed_from = None
-        feed = self.run.feed
+        self._run.resumed_from = None
+        feed = self._run.feed
         if feed is not None:
             # A rerun of a finished fit starts its own schedule.
             feed.finished = True
-        kept = self.run.training_weights
+        kept = self._training_weights
         if kept is not None:
             # Keras wrote the moving averages into the weights: save the
             # training weights (the averages are the optimizer's), then
@@ -344,7 +371,7 @@ class Checkpoints(StepCallback):
         finally:
             for variable, value in averages if kept is not None else ():
                 variable.assign(value)
-            self.run.forget_training_weights()
+            self._forget_training_weights()
             self._unlock()
 
     def save(self):
@@ -370,14 +397,10 @@ class Checkpoints(StepCallback):
                 step,
             )
             return None
-        if self.run.feed is not None:
-            self.run.feed.save_position()
-        self.run.saving = True
-        try:
+        if self._run.feed is not None:
+            self._run.feed.save_position()
+        with self._run.signals.saving():
             path = self._write_manager.save(checkpoint_number=step)
-        finally:
-            self.run.saving = False
-        self.run.saved()
         self._saved_step = step
         if not self._chief:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)

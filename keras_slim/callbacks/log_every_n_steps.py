@@ -3,10 +3,10 @@
 import logging
 import time
 
-from keras_slim import _run
 from keras_slim import _validation
 from keras_slim.callbacks._interval import IntervalTrigger
-from keras_slim.callbacks._steps import StepLoss
+from keras_slim.callbacks._step_loss import StepLoss
+from keras_slim.callbacks._step_loss import records_step_losses
 from keras_slim.callbacks.step_callback import StepCallback
 
 logger = logging.getLogger("keras_slim")
@@ -63,7 +63,7 @@ class LogEveryNSteps(StepCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        self._loss = StepLoss(self.model)
+        self._loss = StepLoss(self.model, self._run)
         self._trigger = IntervalTrigger(every_n_steps=self.every_n_steps)
 
     def on_first_batch(self, step):
@@ -128,6 +128,6 @@ class LogEveryNSteps(StepCallback):
         Returns:
             `[every_n_steps]`, or `[]`.
         """
-        if _run.records_step_losses(model):
+        if records_step_losses(model):
             return []
         return [self.every_n_steps]

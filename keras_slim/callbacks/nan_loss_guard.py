@@ -4,17 +4,15 @@ import logging
 import math
 import time
 
-import keras
-
-from keras_slim import _run
 from keras_slim import _validation
-from keras_slim.callbacks._steps import global_step
+from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.errors import NanLossDuringTrainingError
+from keras_slim.model import SlimModel
 
 logger = logging.getLogger("keras_slim")
 
 
-class NanLossGuard(keras.callbacks.Callback):
+class NanLossGuard(RunCallback):
     """Stops training, or goes on, when the loss or gradient is not finite.
 
     contrib.learn's `NanLossDuringTrainingError` monitor for `model.fit`, on
@@ -64,9 +62,10 @@ class NanLossGuard(keras.callbacks.Callback):
         self._clock = clock or time.monotonic
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         # A SlimModel gates its update on a finite loss; the run tells its
         # train step whether to raise or to skip the step.
-        _run.of(self.model, self.params).raise_on_nonfinite = self.fail
+        self._run.raise_on_nonfinite = self.fail
         self._reported = 0
         self._warned_at = None
 
@@ -82,18 +81,17 @@ class NanLossGuard(keras.callbacks.Callback):
         Returns:
             `[]`, or `[1]` for a model without that check.
         """
-        return [] if _run.is_slim_model(model) else [1]
+        return [] if isinstance(model, SlimModel) else [1]
 
     def on_train_batch_end(self, batch, logs=None):
-        run = _run.current(self.model)
-        skipped = None if run is None else run.skipped_steps
+        skipped = self._run.skipped_steps
         if skipped is not None:
             self._report_skipped(skipped, final=False)
             return
         loss = (logs or {}).get("loss")
         if loss is None or math.isfinite(loss):
             return
-        step = global_step(self.model)
+        step = self._run.global_step()
         if self.fail:
             raise NanLossDuringTrainingError(step, loss, applied=True)
         if not self._warned:
@@ -109,8 +107,7 @@ class NanLossGuard(keras.callbacks.Callback):
             self._warned = True
 
     def on_train_end(self, logs=None):
-        run = _run.current(self.model)
-        skipped = None if run is None else run.skipped_steps
+        skipped = self._run.skipped_steps
         if skipped is not None:
             self._report_skipped(skipped, final=True)
 

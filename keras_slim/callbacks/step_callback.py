@@ -1,13 +1,12 @@
 """`StepCallback`: the base of callbacks that act on the global step."""
 
-import keras
+from keras_slim.callbacks._run_callback import RunCallback
+from keras_slim.callbacks.run_view import RunView
+from keras_slim.callbacks.step_counter import StepCounter
+from keras_slim.callbacks.step_counter import steps_in_batch
 
-from keras_slim import _run
-from keras_slim.callbacks._steps import StepCounter
-from keras_slim.callbacks._steps import steps_in_batch
 
-
-class StepCallback(keras.callbacks.Callback):
+class StepCallback(RunCallback):
     """A callback that follows the global step on the host.
 
     Subclass it to act on global steps (`model.optimizer.iterations`)
@@ -20,10 +19,11 @@ class StepCallback(keras.callbacks.Callback):
     run fewer steps than `steps_per_execution`). Subclasses that override a
     hook call `super()` first; `on_first_batch(step)` runs once per `fit`.
 
-    `self.run` is the `fit` call's run: what keras_slim's pieces share
-    (whether this process is the chief, the checkpoint a run resumed
-    from). Override `step_multiples` to tell a `SlimModel` which global
-    steps must end a call of its train function.
+    From `on_train_begin` on, `self.run` is a `RunView` of the `fit`
+    call's run (whether this process is the chief, the checkpoint a run
+    resumed from) and `self.counter` a `StepCounter`. Override
+    `step_multiples` to tell a `SlimModel` which global steps must end a
+    call of its train function.
 
     Example:
     ```python
@@ -38,17 +38,23 @@ class StepCallback(keras.callbacks.Callback):
     ```
     """
 
-    @property
-    def run(self):
-        """The `fit` call's run (`keras_slim/_run.py`)."""
-        return _run.of(self.model, self.params)
+    #: The `RunView` of the current `fit` (from `on_train_begin`).
+    run = None
+    #: The `StepCounter` of the current `fit` (from `on_train_begin`).
+    counter = None
 
     def on_train_begin(self, logs=None):
-        self.counter = StepCounter(self.model)
+        super().on_train_begin(logs)
+        self.run = RunView(self._run)
+        self.counter = StepCounter(self.run)
         self.runs_no_step = False
 
     def on_first_batch(self, step):
-        """Called when the first batch of a `fit` call begins."""
+        """Called when the first batch of a `fit` call begins.
+
+        Args:
+            step: The global step then.
+        """
 
     def step_multiples(self, model):
         """Global steps this callback must see at the end of a call of the
@@ -72,7 +78,7 @@ class StepCallback(keras.callbacks.Callback):
         # before its first batch; a resumed run catches up with Keras's
         # count of its epoch: such a batch runs no step.
         stopped = bool(getattr(self.model, "stop_training", False))
-        self.runs_no_step = stopped or self.run.runs_no_step
+        self.runs_no_step = stopped or self._run.no_step
 
     def on_train_batch_end(self, batch, logs=None):
         if not self.runs_no_step:
@@ -88,5 +94,12 @@ class StepCallback(keras.callbacks.Callback):
         return self.counter.next_step(self.model.steps_per_execution)
 
     def steps_in_batch(self, batch):
-        """How many steps the batch ending at index `batch` ran."""
+        """How many steps the batch ending at index `batch` ran.
+
+        Args:
+            batch: Keras's batch index at the end of the call.
+
+        Returns:
+            An int.
+        """
         return steps_in_batch(self._batch_begin, batch)

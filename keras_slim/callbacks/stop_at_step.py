@@ -77,7 +77,7 @@ class StopAtStep(StepCallback):
         )
         if step >= self.target:
             self._no_step = True
-            self.run.request_no_step()
+            self._run.no_step = True
             self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):

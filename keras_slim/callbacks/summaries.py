@@ -6,14 +6,14 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _run
 from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
+from keras_slim.callbacks._step_loss import StepLoss
 from keras_slim.callbacks._step_summaries import StepSummaries
-from keras_slim.callbacks._steps import StepLoss
 from keras_slim.callbacks.step_callback import StepCallback
+from keras_slim.model import SlimModel
 
 
 def _loss_name(model):
@@ -138,7 +138,7 @@ class Summaries(StepCallback):
 
     def _check_model(self):
         need = [n for n in ("gradients", "activations") if getattr(self, n)]
-        if need and not _run.is_slim_model(self.model):
+        if need and not isinstance(self.model, SlimModel):
             raise ValueError(
                 f"Summaries({need[0]}=True) needs a keras_slim.SlimModel, "
                 f"whose train step can write them. Received a "
@@ -154,42 +154,35 @@ class Summaries(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self._check_model()
-        self._chief = self.run.is_chief
+        self._chief = self._run.is_chief
         if self._chief:
             check_writable(
                 "logdir", self.logdir, what="summaries", create=False
             )
-        self._loss = StepLoss(self.model)
-        self._in_step = None
+        self._loss = StepLoss(self.model, self._run)
+        self._in_step = self._make_in_step()
+        # The train function traces the hook into the run's step.
+        self._run.step_summaries = self._in_step
         self._armed = False
 
-    def _start_in_step(self):
-        """Gives the run the in-step hook, before the first call that runs
-        a step traces it (not at train begin: a run with no step to run
-        leaves no event file)."""
-        if self._in_step is not None:
-            return
+    def _make_in_step(self):
+        """The in-step hook, or `None` when this process writes none."""
         if not (self.gradients or self.activations):
-            return
+            return None
         several = _strategy.is_multi_worker(self.model.distribute_strategy)
         if not self._chief and not several:
-            return
+            return None
         # Under several workers every one makes the hook's variable (a
         # collective broadcast) and traces the same step, so their
-        # collectives line up; only the chief writes.
-        writer = (
-            self._get_writer()
-            if self._chief
-            else tf.summary.create_noop_writer()
-        )
-        self._in_step = StepSummaries(
-            writer,
+        # collectives line up; only the chief writes. The writer is made
+        # when the step is traced: a run that runs no step leaves no
+        # event file.
+        return StepSummaries(
+            self._get_writer if self._chief else tf.summary.create_noop_writer,
             gradients=self.gradients,
             activations=self.activations,
             model=self.model,
         )
-        # The run's train function traces the hook into the step.
-        self.run.step_summaries = self._in_step
 
     def _get_writer(self):
         if self._writer is None:
@@ -211,7 +204,6 @@ class Summaries(StepCallback):
         super().on_train_batch_begin(batch, logs)
         if self.runs_no_step:
             return
-        self._start_in_step()
         next_step = self.next_step
         if self._chief and (self._first or self._trigger.would_fire(next_step)):
             self._loss.mark()
@@ -263,7 +255,7 @@ class Summaries(StepCallback):
 
     def on_train_end(self, logs=None):
         if self._in_step is not None:
-            self.run.step_summaries = None
+            self._run.step_summaries = None
             self._in_step = None
         if self._writer is not None:
             self._writer.flush()

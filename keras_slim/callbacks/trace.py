@@ -105,7 +105,7 @@ class Trace(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         # Only the chief traces, as only it writes summaries.
-        self._chief = self.run.is_chief
+        self._chief = self._run.is_chief
         if self._chief:
             check_writable("logdir", self.logdir, what="traces", create=False)
         self._tracing = None

@@ -3,13 +3,11 @@
 import logging
 import re
 
-import keras
-
 from keras_slim import _checkpoint_readers
 from keras_slim import _keras
-from keras_slim import _run
 from keras_slim import _validation
 from keras_slim import checkpoints as checkpoints_lib
+from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.gradients import variable_path
 
 logger = logging.getLogger("keras_slim")
@@ -52,7 +50,7 @@ def _layers(model):
     return _keras.flatten_layers(model)
 
 
-class WarmStart(keras.callbacks.Callback):
+class WarmStart(RunCallback):
     """Initialises model variables from a checkpoint before the first step.
 
     TF-Slim's `init_fn` (`assign_from_checkpoint_fn`) and
@@ -168,6 +166,7 @@ class WarmStart(keras.callbacks.Callback):
         self._done = False
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         if not self._done and self.checkpoint is not None:
             # The path is checked before any step, also when a resume will
             # make the warm start step aside.
@@ -177,7 +176,7 @@ class WarmStart(keras.callbacks.Callback):
         if self._done:
             return
         self._done = True
-        resumed = _run.of(self.model, self.params).resumed_from
+        resumed = self._run.resumed_from
         if resumed is not None:
             self.resumed_from = resumed
             self.report = {"restored": [], "missing": [], "mismatched": []}

@@ -1,10 +1,4 @@
-"""The global step and the loss of one step, seen from the host.
-
-Callbacks need the global step (`model.optimizer.iterations`) on every
-batch, but reading a variable waits for the device. `StepCounter` reads it
-once when training begins and then counts the steps each batch ran
-(`steps_per_execution` of them), re-reading it only when asked, e.g. on a
-step where a callback acts.
+"""`StepLoss`: the loss of one step, seen from the host.
 
 Keras puts the running mean of the epoch's loss in `logs`; TF-Slim logged
 and returned the loss of one step. `StepLoss` gets it from the model's loss
@@ -14,21 +8,15 @@ and `SlimModel` update with the batch's loss weighted by its size): its
 and batch size. Both are read only around the steps that need them. A
 `SlimModel` running several steps per call records the tracker after each
 step in the graph (`keras_slim/_fit/loops.py`), so `StepLoss` gets the
-loss of each step of a call, read once when the call ends, and the
-callbacks that want single steps' losses need not run one step per call
-(`records_step_losses`).
+loss of each step of a call, read once when the call ends.
 
 Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
 host is an all-reduce across the workers, which every worker would have to
-make at the same step, or the cluster hangs or fails ('Shape mismatch in
-the collective instance'); a time trigger or a chief-only callback cannot
+make at the same step, or the cluster hangs ('Shape mismatch in the
+collective instance'); a time trigger or a chief-only callback cannot
 promise that. So there `StepLoss` reads this worker's own replicas only:
 the loss of the worker's share of the global batch, as a TF-Slim worker
 logged its own clones' loss.
-
-`keras_slim.callbacks.StepCallback` (`step_callback.py`) is the base of
-every callback that acts on the global step: it holds the counter, so the
-bookkeeping lives once.
 """
 
 import math
@@ -36,49 +24,21 @@ import math
 import numpy as np
 
 from keras_slim import _keras
-from keras_slim import _run
 from keras_slim import _strategy
 
-#: `model.optimizer.iterations` as a Python int, after the steps in flight.
-global_step = _run.global_step
 
-
-def steps_in_batch(begin, end):
-    """The number of steps Keras ran between batch indices `begin`, `end`."""
-    return int(end) - int(begin) + 1
-
-
-class StepCounter:
-    """The global step, counted on the host between explicit reads.
+def records_step_losses(model):
+    """Whether `model`'s multi-step calls record each step's loss (a
+    `SlimModel`'s, but under parameter servers), so that a callback
+    reading single steps' losses leaves the steps per call free.
 
     Args:
-        model: A compiled Keras model.
+        model: A Keras model.
 
-    Example:
-    ```python
-    counter = StepCounter(model)
-    counter.sync()  # reads optimizer.iterations
-    counter.advance(begin=0, end=3)  # steps_per_execution = 4
-    ```
+    Returns:
+        A boolean.
     """
-
-    def __init__(self, model):
-        self._model = model
-        self.step = None
-
-    def sync(self):
-        """Reads the global step from the optimizer; returns it."""
-        self.step = global_step(self._model)
-        return self.step
-
-    def next_step(self, steps_per_execution):
-        """The global step after the coming batch, if it runs in full."""
-        return self.step + steps_per_execution
-
-    def advance(self, begin, end):
-        """Counts the steps of a finished batch; returns the new step."""
-        self.step += steps_in_batch(begin, end)
-        return self.step
+    return bool(getattr(model, "records_step_losses", False))
 
 
 def _loss_tracker(model):
@@ -96,6 +56,7 @@ class StepLoss:
         model: A compiled Keras model whose train step reports its loss
             through a `Mean` metric named `"loss"` (the built-in train step
             and `SlimModel` do).
+        run: The fit's `Run`: its records, its settle, its NaN mode.
 
     Where the train function records each step (a `SlimModel` running
     several steps per call), `since_mark` gives the loss of the batch's last
@@ -105,7 +66,7 @@ class StepLoss:
 
     Example:
     ```python
-    step_loss = StepLoss(model)
+    step_loss = StepLoss(model, run)
     step_loss.mark()  # before the batch
     ...  # the train function runs
     loss, examples = step_loss.since_mark()
@@ -114,8 +75,9 @@ class StepLoss:
 
     _RECORDED = "recorded"
 
-    def __init__(self, model):
+    def __init__(self, model, run):
         self._model = model
+        self._run = run
         self._tracker = _loss_tracker(model)
         self._mark = None
         self._recorded = False
@@ -129,9 +91,7 @@ class StepLoss:
         return self._tracker is not None
 
     def _read(self):
-        run = _run.current(self._model)
-        if run is not None:
-            run.settle()
+        self._run.settle()
         return self._value(self._tracker.total), self._value(
             self._tracker.count
         )
@@ -153,13 +113,12 @@ class StepLoss:
             self._mark = self._RECORDED  # the call's records will tell
         else:
             self._mark = self._read()
-            run = _run.current(self._model)
             # Where steps may be skipped, the step tells them from calls
             # that ran no step (read only in that mode).
             self._skipping_from = (
-                global_step(self._model)
-                if run is not None and not run.raise_on_nonfinite
-                else None
+                None
+                if self._run.raise_on_nonfinite
+                else self._run.global_step()
             )
 
     @property
@@ -178,8 +137,7 @@ class StepLoss:
             non-finite loss or gradient, which counts no example), or
             `None` when the train function does not record steps.
         """
-        run = _run.current(self._model)
-        records = run.records if run is not None else None
+        records = self._run.records
         self._recorded = records is not None
         if records is None:
             return None
@@ -222,7 +180,7 @@ class StepLoss:
             # No example counted: steps a SlimModel skipped (they advanced
             # the global step), or a call that ran no step.
             skipped = self._skipping_from is not None and (
-                global_step(self._model) > self._skipping_from
+                self._run.global_step() > self._skipping_from
             )
             return (math.nan, 0.0) if skipped else (None, None)
         # A non-finite total stays so for the epoch: inf - inf is nan.
