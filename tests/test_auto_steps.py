@@ -222,6 +222,7 @@ def on_parameter_servers(monkeypatch):
     `workers[0]` workers (the real cluster: tests/test_parameter_server.py)."""
     from keras_slim import _keras
     from keras_slim import _strategy
+
     workers = [2]
     monkeypatch.setattr(
         _strategy, "kind", lambda strategy: _strategy.PARAMETER_SERVER

@@ -196,8 +196,7 @@ def _imports(path, modules):
 def _module_graph():
     modules = _module_paths()
     return {
-        name: _imports(path, modules) - {name}
-        for name, path in modules.items()
+        name: _imports(path, modules) - {name} for name, path in modules.items()
     }
 
 

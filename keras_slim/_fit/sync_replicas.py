@@ -44,6 +44,7 @@ from keras_slim import _keras
 
 logger = logging.getLogger("keras_slim")
 
+
 class Aggregator:
     """The host side of one synchronous step: take the first `R` fresh
     gradients, drop stale ones.

@@ -284,7 +284,8 @@ def test_the_model_trains_the_same_with_summaries(tmp_path):
     common.fit(plain, data, 9)
     for a, b in zip(with_summaries.get_weights(), plain.get_weights()):
         np.testing.assert_array_equal(a, b)
-    assert "_keras_slim_run" not in vars(with_summaries)  # the hook left with it
+    # The hook left with the run.
+    assert "_keras_slim_run" not in vars(with_summaries)
 
 
 def test_unwritable_logdir_fails_before_the_first_step(tmp_path):
