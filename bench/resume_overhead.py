@@ -35,7 +35,7 @@ import tensorflow as tf
 import keras_slim
 from keras_slim import _signals
 from keras_slim import _stop_agreement
-from keras_slim import checkpoints
+from keras_slim import training_state
 from keras_slim._fit import feed as feed_lib
 from keras_slim.cluster import LocalCluster
 
@@ -73,7 +73,7 @@ def saves(name, rounds):
     with tempfile.TemporaryDirectory() as directory:
         for i in range(rounds):
             for label, data_state in (("without", None), ("with", state)):
-                ckpt = checkpoints.training_checkpoint(m, data=data_state)
+                ckpt = training_state.training_checkpoint(m, data=data_state)
                 start = time.perf_counter()
                 path = ckpt.write(os.path.join(directory, f"{label}-{i}"))
                 results[label][0].append(time.perf_counter() - start)

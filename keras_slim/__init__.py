@@ -13,6 +13,7 @@ from keras_slim import gradients
 from keras_slim import image_data
 from keras_slim import nets
 from keras_slim import preprocessing
+from keras_slim import training_state
 from keras_slim.deployment import DeploymentConfig
 from keras_slim.errors import NanLossDuringTrainingError
 from keras_slim.errors import TrainingPreemptedError
@@ -36,5 +37,6 @@ __all__ = [
     "nets",
     "preprocessing",
     "train",
+    "training_state",
     "wrap",
 ]

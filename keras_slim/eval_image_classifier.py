@@ -33,7 +33,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_slim import _image_task  # noqa: E402
-from keras_slim import checkpoints as checkpoints_lib  # noqa: E402
+from keras_slim import training_state  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -155,52 +155,6 @@ def evaluate(model, dataset, *, max_num_batches=None):
     return results
 
 
-def restore_for_eval(model, path):
-    """Restores a training checkpoint's model variables into `model`,
-    with the moving averages in place of the trainable ones when the
-    checkpoint holds them.
-
-    Args:
-        model: The network, built as in training.
-        path: A checkpoint prefix.
-
-    Returns:
-        `(global_step, used_averages)`.
-
-    Raises:
-        ValueError: when the model differs from the checkpoint's.
-    """
-    names = checkpoints_lib._names_by_structure(
-        model, checkpoints_lib._saved_structure(path)
-    )
-    variables = checkpoints_lib._model_variables(model)
-    if names is not None:
-        variables = dict(zip(names, variables.values()))
-    saved = {v.name for v in checkpoints_lib.list_variables(path)}
-    averages = {
-        name: v
-        for name, v in variables.items()
-        if f"{checkpoints_lib.AVERAGES_KEY}/{name}" in saved
-    }
-    missing = [n for n in variables if f"model/{n}" not in saved]
-    if missing:
-        raise ValueError(
-            f"The checkpoint {path!r} does not hold these variables of "
-            f"model {model.name!r}: {missing[:10]}. Evaluate with the "
-            "--model_name, --train_image_size and data flags of training."
-        )
-    tf.train.Checkpoint(model=variables).read(path).expect_partial()
-    if averages:
-        # Then the averages over the trainable variables.
-        tf.train.Checkpoint(**{checkpoints_lib.AVERAGES_KEY: averages}).read(
-            path
-        ).expect_partial()
-    step = tf.train.load_checkpoint(path).get_tensor(
-        "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
-    )
-    return int(step), bool(averages)
-
-
 def _eval_dir(flags):
     if flags.eval_dir:
         return flags.eval_dir
@@ -211,7 +165,7 @@ def _eval_dir(flags):
 
 
 def _evaluate_checkpoint(model, task, path, writer, flags):
-    step, averaged = restore_for_eval(model, path)
+    step, averaged = training_state.restore_for_inference(model, path)
     results = evaluate(
         model,
         task.make_dataset(None),
@@ -308,7 +262,7 @@ def main(argv=None):
         return 2
 
 
-__all__ = ["evaluate", "main", "parser", "restore_for_eval"]
+__all__ = ["evaluate", "main", "parser"]
 
 if __name__ == "__main__":
     sys.exit(main())

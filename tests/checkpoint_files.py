@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import checkpoints
+from keras_slim import training_state
 
 # TF-Slim's names for the test MLP (tests.helpers.mlp: fc1, logits), under
 # a model scope as slim's nets have (`InceptionV1/Conv2d_1a_7x7/weights`).
@@ -44,7 +44,7 @@ def write_tf1(prefix, values):
 
 def write_tf2(prefix, model):
     """A TF2 object-based checkpoint, as keras_slim's `Checkpoints` writes."""
-    return checkpoints.training_checkpoint(model).write(str(prefix))
+    return training_state.training_checkpoint(model).write(str(prefix))
 
 
 def trained(model, steps=3, seed=0):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_slim._fit import blocks
 from keras_slim._fit import feed
 from tests.helpers import classification_data
 from tests.helpers import compile_model
@@ -113,33 +114,33 @@ def test_eligibility(mirrored):
     x, y = classification_data(64)
     model = compile_model(mlp())
     dense = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
-    assert feed.eligible(model, dense, {}, 4)
-    assert feed.eligible(model, dense.repeat(), {}, 4)
+    assert blocks.eligible(model, dense, {}, 4)
+    assert blocks.eligible(model, dense.repeat(), {}, 4)
     # Keras would transform it, or cannot say where it ends.
-    assert not feed.eligible(model, dense, {"class_weight": {0: 2.0}}, 4)
-    assert not feed.eligible(model, dense.filter(lambda a, b: True), {}, 4)
-    assert not feed.eligible(model, x, {}, 4)
+    assert not blocks.eligible(model, dense, {"class_weight": {0: 2.0}}, 4)
+    assert not blocks.eligible(model, dense.filter(lambda a, b: True), {}, 4)
+    assert not blocks.eligible(model, x, {}, 4)
     # Dimensions other than the batch one vary; scalars; sparse tensors.
     ragged = tf.data.Dataset.from_tensors(
         (tf.zeros([4, 3]), tf.zeros([4]))
     ).map(lambda a, b: (a[:, : tf.cast(b[0], tf.int32) + 1], b))
-    assert not feed.eligible(model, ragged, {}, 4)
+    assert not blocks.eligible(model, ragged, {}, 4)
     scalar = tf.data.Dataset.from_tensors((x, 1.0))
-    assert not feed.eligible(model, scalar, {}, 4)
+    assert not blocks.eligible(model, scalar, {}, 4)
     sparse = tf.data.Dataset.from_tensors((tf.sparse.from_dense(x), y)).repeat()
-    assert not feed.eligible(model, sparse, {}, 4)
+    assert not blocks.eligible(model, sparse, {}, 4)
     # Large inputs: a block would hold k batches of them.
     images = tf.data.Dataset.from_tensors(
         (tf.zeros([64, 96, 96, 3]), y)
     ).repeat()
-    assert feed.eligible(model, images, {}, 2)  # 14 MB a block
-    assert not feed.eligible(model, images, {}, 32)  # 226 MB a block
+    assert blocks.eligible(model, images, {}, 2)  # 14 MB a block
+    assert not blocks.eligible(model, images, {}, 32)  # 226 MB a block
     unbatched = images.unbatch().batch(64)  # batch size unknown
-    assert not feed.eligible(model, unbatched, {}, 2)  # 108 KiB an example
+    assert not blocks.eligible(model, unbatched, {}, 2)  # 108 KiB an example
     # Distributed iterators: not under a strategy.
     with mirrored.scope():
         clones = compile_model(mlp())
-    assert not feed.eligible(clones, dense, {}, 4)
+    assert not blocks.eligible(clones, dense, {}, 4)
 
 
 def test_fixed_steps_per_execution_reads_each_batch(reads):

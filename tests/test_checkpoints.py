@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_slim import checkpoints
+from keras_slim import training_state
 from tests import checkpoint_files as files
 from tests.helpers import compile_model
 from tests.helpers import mlp
@@ -39,7 +40,7 @@ def test_list_variables_of_a_tf2_checkpoint_by_object_path(tmp_path, source):
 def test_a_directory_means_its_latest_checkpoint(tmp_path, source):
     files.write_tf2(tmp_path / "model.ckpt-1", source)
     manager = tf.train.CheckpointManager(
-        checkpoints.training_checkpoint(source), str(tmp_path), 3
+        training_state.training_checkpoint(source), str(tmp_path), 3
     )
     manager.save(checkpoint_number=9)
     assert checkpoints.list_variables(str(tmp_path)) == (

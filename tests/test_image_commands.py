@@ -218,17 +218,17 @@ def _digits_checkpoint(directory, step):
     import keras
     import tensorflow as tf
 
-    from keras_slim import checkpoints
+    from keras_slim import training_state
 
     model = nets.build("digits_cnn", 10)
     model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
     model.optimizer.build(model.trainable_variables)
     model.optimizer.iterations.assign(step)
     manager = tf.train.CheckpointManager(
-        checkpoints.training_checkpoint(model),
+        training_state.training_checkpoint(model),
         str(directory),
         5,
-        checkpoint_name=checkpoints.CHECKPOINT_NAME,
+        checkpoint_name=training_state.CHECKPOINT_NAME,
     )
     return manager.save(checkpoint_number=step)
 
@@ -279,13 +279,14 @@ def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
 
     from keras_slim import _keras
     from keras_slim import checkpoints
+    from keras_slim import training_state
 
     model = nets.build("digits_cnn", 10)
     model.compile(
         optimizer=keras.optimizers.Adam(use_ema=True, ema_momentum=0.9),
         loss="mse",
     )
-    saved = checkpoints.training_checkpoint(model)  # builds the averages
+    saved = training_state.training_checkpoint(model)  # builds the averages
     averages = _keras.moving_averages(model.optimizer)
     assert len(averages) == len(model.trainable_variables) > 0
     for i, (variable, average) in enumerate(averages):
@@ -296,7 +297,7 @@ def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
     assert "averages/logits/kernel" in names
 
     fresh = nets.build("digits_cnn", 10)
-    step, used = eval_cli.restore_for_eval(fresh, prefix)
+    step, used = training_state.restore_for_inference(fresh, prefix)
     assert (step, used) == (0, True)
     for i, variable in enumerate(fresh.trainable_variables):
         np.testing.assert_array_equal(variable.numpy(), float(i + 1))

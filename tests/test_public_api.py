@@ -2,12 +2,15 @@
 
 import pathlib
 
+import pytest
+
 import keras_slim
 from keras_slim import callbacks
 from keras_slim import checkpoints
 from keras_slim import cluster
 from keras_slim import gradients
 from keras_slim import testing
+from keras_slim import training_state
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "api"
 
@@ -47,10 +50,11 @@ def test_every_callback_is_in_the_api_docs():
     assert not missing, f"not in docs/api/callbacks.md: {missing}"
 
 
-def test_every_checkpoints_name_is_in_the_api_docs():
+@pytest.mark.parametrize("module", [checkpoints, training_state])
+def test_every_checkpoint_function_is_in_the_api_docs(module):
     names = documented()
-    missing = [name for name in checkpoints.__all__ if name not in names]
-    assert not missing, f"not in docs/api/checkpoints.md: {missing}"
+    missing = [name for name in module.__all__ if name not in names]
+    assert not missing, f"not in docs/api: {module.__name__}: {missing}"
 
 
 def test_cluster_and_testing_are_in_the_api_docs():
@@ -72,6 +76,7 @@ def test_all_names_exist():
         cluster,
         gradients,
         testing,
+        training_state,
     ):
         for name in module.__all__:
             assert hasattr(module, name), name

@@ -25,22 +25,9 @@ Every `SlimModel.fit` has a feed, held by its run (`Run.feed`), chosen by
 A new host pass starts whenever Keras hands the train function an
 iterator it has not seen (Keras makes one per pass over the data).
 
-Blocks: feeding the batches of several steps with one read of the data.
-A read of a `tf.data` iterator (`IteratorGetNext`) is a fixed cost per
-step, much of a small model's step (bench/step_floor.py measures it);
-TF-Slim's benchmark peer read `tf.constant` tensors and paid nothing. When
-`SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, the
-host iterator reads blocks of `k` batches instead (`dataset.batch(k)`, or
-`ragged_batch(k)` where the batch dimension varies, e.g. a short last
-batch) and the train function slices batch `i` out of the block in the
-graph: one read per call instead of `k` (figures in docs/benchmarks.md).
-Used only where it changes nothing but speed: `steps_per_execution`
-chosen by the model ("auto"), the default strategy, a dataset of known or
-infinite length with dense components whose only unknown dimension is the
-batch one. A block holds `k` batches in memory at once, so only small
-inputs, where a read is much of a step, are read in blocks: a block of at
-most 64 MiB where the batch size is known; at most 4 KiB per example where
-it is not (32 batches of 256 examples: at most 32 MiB).
+Blocks of batches (one read of the data for the batches of several
+steps) are `keras_slim/_fit/blocks.py`; the split of a global batch across
+replicas, `keras_slim/_fit/replicas.py`.
 """
 
 import logging
@@ -52,58 +39,9 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
+from keras_slim._fit import blocks as blocks_lib
 
 logger = logging.getLogger("keras_slim")
-
-# Blocks pay where a read costs much of a step, i.e. for small inputs: at
-# most this many bytes per block (batch size known), or per example
-# (batch size unknown).
-MAX_BLOCK_BYTES = 64 << 20
-MAX_EXAMPLE_BYTES = 4 << 10
-
-
-def _dense_spec(spec):
-    if type(spec) is not tf.TensorSpec or spec.shape.rank in (None, 0):
-        return False
-    if spec.dtype in (tf.string, tf.variant, tf.resource):
-        return False
-    return spec.shape[1:].is_fully_defined()
-
-
-def _small(specs, steps):
-    """Whether a block of `steps` batches stays small (see above)."""
-    if all(s.shape[0] is not None for s in specs):
-        size = sum(s.shape.num_elements() * s.dtype.size for s in specs)
-        return size * steps <= MAX_BLOCK_BYTES
-    example = sum(s.shape[1:].num_elements() * s.dtype.size for s in specs)
-    return example <= MAX_EXAMPLE_BYTES
-
-
-def eligible(model, x, kwargs, steps):
-    """Whether `fit(x, **kwargs)` on `model` may read blocks of batches.
-
-    Args:
-        model: The `SlimModel`.
-        x: `fit`'s data argument.
-        kwargs: `fit`'s other keyword arguments.
-        steps: The steps per call (`k`), the batches of a block.
-
-    Returns:
-        A boolean.
-    """
-    if not isinstance(x, tf.data.Dataset) or kwargs.get("class_weight"):
-        return False
-    if _keras.distribute_strategy_if_set(model) is not None or (
-        tf.distribute.has_strategy()
-    ):
-        return False
-    cardinality = int(x.cardinality().numpy())
-    if cardinality < 0 and cardinality != tf.data.INFINITE_CARDINALITY:
-        return False
-    specs = tf.nest.flatten(x.element_spec)
-    if not specs or not all(_dense_spec(s) for s in specs):
-        return False
-    return _small(specs, steps)
 
 
 def _zeros(spec, one):
@@ -284,15 +222,7 @@ class HostFeed(Feed):
             dataset = dataset.with_options(self._options)
         if self.blocks is None:
             return dataset
-        static = all(
-            s.shape.is_fully_defined()
-            for s in tf.nest.flatten(dataset.element_spec)
-        )
-        return (
-            dataset.batch(self.blocks)
-            if static
-            else dataset.ragged_batch(self.blocks)
-        )
+        return blocks_lib.of(dataset, self.blocks)
 
     def source(self, keras_iterator):
         """The host iterator for the pass Keras's iterator stands for.
@@ -469,7 +399,7 @@ def make(model, x, y, kwargs, steps):
             steps
             if steps is not None
             and steps > 1
-            and eligible(model, dataset(0), kwargs, steps)
+            and blocks_lib.eligible(model, dataset(0), kwargs, steps)
             else None
         )
     else:
@@ -482,7 +412,7 @@ def make(model, x, y, kwargs, steps):
             steps
             if steps is not None
             and steps > 1
-            and eligible(model, x, kwargs, steps)
+            and blocks_lib.eligible(model, x, kwargs, steps)
             else None
         )
     return HostFeed(
@@ -494,46 +424,3 @@ def make(model, x, y, kwargs, steps):
         seed=seed,
         stateless=arrays is not None,
     )
-
-
-def split_across_replicas(batch, strategy):
-    """A global batch as per-replica batches, as `tf.distribute` splits it.
-
-    Each replica gets `ceil(b / n)` consecutive examples of a batch of `b`
-    (the last ones fewer, or none), as `experimental_distribute_dataset`
-    rebatches. Outside a strategy with several replicas, `batch` itself.
-
-    Args:
-        batch: A structure of tensors with the batch dimension first.
-        strategy: The model's strategy.
-
-    Returns:
-        Per-replica values, or `batch`.
-    """
-    count = strategy.num_replicas_in_sync
-    if count == 1:
-        return batch
-    first = tf.nest.flatten(batch)[0]
-    size = tf.shape(first, out_type=tf.int64)[0]
-    local = (size + count - 1) // count
-
-    def part(context):
-        replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
-        begin = tf.minimum(replica * local, size)
-        end = tf.minimum(begin + local, size)
-        return tf.nest.map_structure(lambda t: t[begin:end], batch)
-
-    return strategy.experimental_distribute_values_from_function(part)
-
-
-def block_size(block):
-    """The number of batches in `block` (a scalar int32 tensor)."""
-    first = tf.nest.flatten(block, expand_composites=False)[0]
-    if isinstance(first, tf.RaggedTensor):
-        return tf.cast(first.nrows(), tf.int32)
-    return tf.shape(first)[0]
-
-
-def batch(block, i):
-    """Batch `i` of `block`, as the dataset's iterator would have given it."""
-    return tf.nest.map_structure(lambda t: t[i], block)

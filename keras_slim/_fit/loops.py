@@ -43,7 +43,8 @@ import tensorflow as tf
 from keras_slim import _keras
 from keras_slim import _optimizer
 from keras_slim import _strategy
-from keras_slim._fit import feed
+from keras_slim._fit import blocks as blocks_lib
+from keras_slim._fit import replicas
 
 
 def reduce_step_outputs(outputs, strategy):
@@ -121,7 +122,7 @@ class IteratorSource:
         iterator: A `tf.data` or distributed iterator.
         steps: The most steps one call runs.
         distribute: A function of a global batch returning what
-            `strategy.run` takes (`feed.split_across_replicas` for a host
+            `strategy.run` takes (`replicas.split` for a host
             iterator under `MirroredStrategy`). Defaults to the identity.
     """
 
@@ -162,7 +163,7 @@ class BlockSource:
     """Batches sliced out of one block of up to `steps` batches.
 
     Args:
-        blocks: An iterator of blocks (`keras_slim/_fit/feed.py`).
+        blocks: An iterator of blocks (`keras_slim/_fit/blocks.py`).
         distribute: As for `IteratorSource`. Defaults to the identity.
     """
 
@@ -170,18 +171,18 @@ class BlockSource:
         # One read of the data per call; an exhausted iterator raises
         # OutOfRangeError here.
         self._block = blocks.get_next()
-        self.count = feed.block_size(self._block)
+        self.count = blocks_lib.block_size(self._block)
         self._distribute = distribute
 
     def first(self):
-        return self._distribute(feed.batch(self._block, 0))
+        return self._distribute(blocks_lib.batch(self._block, 0))
 
     def start(self):
         return None  # every step up to `count` has a batch
 
     def batch(self, step, state):
         del state
-        return self._distribute(feed.batch(self._block, step))
+        return self._distribute(blocks_lib.batch(self._block, step))
 
     def advance(self, step, state):
         return state
@@ -332,7 +333,7 @@ def multi_step_functions(model, step_function):
     one_step = step_on_data(model, step_function)
 
     def split(batch):
-        return feed.split_across_replicas(batch, strategy)
+        return replicas.split(batch, strategy)
 
     @tf.autograph.experimental.do_not_convert
     def on_iterator(iterator):

@@ -11,7 +11,7 @@ from keras_slim import _checkpoint_dir
 from keras_slim import _keras
 from keras_slim import _stop_agreement
 from keras_slim import _validation
-from keras_slim import checkpoints as checkpoints_lib
+from keras_slim import training_state
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks.step_callback import StepCallback
@@ -141,7 +141,7 @@ class Checkpoints(StepCallback):
             multiples.append(self._trigger.every_n_steps)
         if self.restore and os.path.isdir(self.directory):
             found = _checkpoint_dir.checkpoint_files(
-                self.directory, checkpoints_lib.CHECKPOINT_NAME
+                self.directory, training_state.CHECKPOINT_NAME
             )
             if found and found[-1][0] > 0:
                 multiples.append(found[-1][0])
@@ -172,14 +172,14 @@ class Checkpoints(StepCallback):
             self._run.at_end(self._unlock)
             _checkpoint_dir.repair(
                 self.directory,
-                checkpoints_lib.CHECKPOINT_NAME,
+                training_state.CHECKPOINT_NAME,
                 keep_hours=self.keep_checkpoint_every_n_hours is not None,
             )
         if self.restore:
             self.restored_path = self._restore(data)
             if self.restored_path:
                 logger.info("Restored %s", self.restored_path)
-        self._checkpoint = checkpoints_lib.training_checkpoint(
+        self._checkpoint = training_state.training_checkpoint(
             self.model, data=data
         )
         self._manager = self._make_manager(self.directory)
@@ -209,13 +209,13 @@ class Checkpoints(StepCallback):
             RuntimeError: if checkpoints exist and none can be read.
             ValueError: if the newest readable one is of another model.
         """
-        name = checkpoints_lib.CHECKPOINT_NAME
+        name = training_state.CHECKPOINT_NAME
         found = _checkpoint_dir.checkpoint_files(self.directory, name)
         failures = []
         for index in range(len(found) - 1, -1, -1):
             prefix = found[index][1]
             try:
-                checkpoints_lib.restore_training_state(
+                training_state.restore_training_state(
                     self.model, prefix, data=data
                 )
             except ValueError:
@@ -311,7 +311,7 @@ class Checkpoints(StepCallback):
             directory,
             max_to_keep=self.max_to_keep,
             keep_checkpoint_every_n_hours=self.keep_checkpoint_every_n_hours,
-            checkpoint_name=checkpoints_lib.CHECKPOINT_NAME,
+            checkpoint_name=training_state.CHECKPOINT_NAME,
         )
 
     def on_train_batch_end(self, batch, logs=None):
@@ -390,7 +390,7 @@ class Checkpoints(StepCallback):
                 step,
             )
             return None
-        if not checkpoints_lib.all_finite(self.model):
+        if not training_state.all_finite(self.model):
             logger.warning(
                 "Not saving a checkpoint at global step %d: a variable is "
                 "not finite.",

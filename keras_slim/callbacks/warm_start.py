@@ -6,6 +6,7 @@ import re
 from keras_slim import _checkpoint_readers
 from keras_slim import _keras
 from keras_slim import _validation
+from keras_slim import _variable_maps
 from keras_slim import checkpoints as checkpoints_lib
 from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.gradients import variable_path
@@ -145,8 +146,8 @@ class WarmStart(RunCallback):
             else _validation.path("checkpoint", checkpoint)
         )
         # Checked now, used at the first step.
-        checkpoints_lib._patterns("include", include)
-        checkpoints_lib._patterns("exclude", exclude)
+        _variable_maps.compile_patterns("include", include)
+        _variable_maps.compile_patterns("exclude", exclude)
         self.include = include
         self.exclude = exclude
         self._name_map = _name_map(name_map)
@@ -202,13 +203,13 @@ class WarmStart(RunCallback):
         report = {"restored": [], "missing": [], "mismatched": []}
         arrays = {}
         if self.values is not None:
-            arrays, variables = checkpoints_lib._checked_values(
+            arrays, variables = _variable_maps.checked_values(
                 model, self.values
             )
         if self.checkpoint is not None:
             report = self._from_checkpoint(model)
         for path, array in arrays.items():
-            checkpoints_lib._assign(variables[path], array)
+            _variable_maps.assign(variables[path], array)
         report["restored"] = sorted(set(report["restored"]) | set(arrays))
         self.report = report
         return report
@@ -230,7 +231,7 @@ class WarmStart(RunCallback):
         reader = _checkpoint_readers.resolve(self.checkpoint)
         try:
             var_map = self._var_map(model, reader)
-            found, missing, mismatched = checkpoints_lib._split(var_map, reader)
+            found, missing, mismatched = _variable_maps.split(var_map, reader)
             self._check(reader, var_map, missing, mismatched)
             values = {
                 key: reader.read(name) for key, (name, _) in found.items()
@@ -238,7 +239,7 @@ class WarmStart(RunCallback):
         finally:
             reader.close()
         for key, (_, variable) in found.items():
-            checkpoints_lib._assign(variable, values[key])
+            _variable_maps.assign(variable, values[key])
         report = {
             "restored": sorted(variable_path(v) for _, v in found.values()),
             "missing": sorted(variable_path(var_map[k]) for k in missing),
@@ -255,7 +256,7 @@ class WarmStart(RunCallback):
             raise ValueError(
                 f"{len(missing)} variables to warm-start are not in the "
                 f"{reader.format} {reader.path!r}:\n{lines}\nIt holds: "
-                f"{checkpoints_lib._some(reader.entries)}. Pass "
+                f"{_variable_maps.some(reader.entries)}. Pass "
                 "`ignore_missing=True` to skip them, or `exclude` or "
                 "`name_map` to select or rename them."
             )
@@ -263,7 +264,7 @@ class WarmStart(RunCallback):
             raise ValueError(
                 f"Shapes differ between the {reader.format} "
                 f"{reader.path!r} and the model:\n"
-                + checkpoints_lib._mismatch_lines(mismatched, var_map, reader)
+                + _variable_maps.mismatch_lines(mismatched, var_map, reader)
                 + "\nPass `ignore_shape_mismatch=True` to skip them, or "
                 "`exclude` them."
             )

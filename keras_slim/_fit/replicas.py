@@ -1,0 +1,38 @@
+"""A global batch split across the replicas of one process.
+
+When the run reads the data itself (a host feed, `keras_slim/_fit/
+feed.py`), it gets global batches; under `MirroredStrategy` the loop
+splits each across the replicas as `tf.distribute` would have.
+"""
+
+import tensorflow as tf
+
+
+def split(batch, strategy):
+    """A global batch as per-replica batches, as `tf.distribute` splits it.
+
+    Each replica gets `ceil(b / n)` consecutive examples of a batch of `b`
+    (the last ones fewer, or none), as `experimental_distribute_dataset`
+    rebatches. Outside a strategy with several replicas, `batch` itself.
+
+    Args:
+        batch: A structure of tensors with the batch dimension first.
+        strategy: The model's strategy.
+
+    Returns:
+        Per-replica values, or `batch`.
+    """
+    count = strategy.num_replicas_in_sync
+    if count == 1:
+        return batch
+    first = tf.nest.flatten(batch)[0]
+    size = tf.shape(first, out_type=tf.int64)[0]
+    local = (size + count - 1) // count
+
+    def part(context):
+        replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+        begin = tf.minimum(replica * local, size)
+        end = tf.minimum(begin + local, size)
+        return tf.nest.map_structure(lambda t: t[begin:end], batch)
+
+    return strategy.experimental_distribute_values_from_function(part)

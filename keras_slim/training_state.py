@@ -1,0 +1,341 @@
+"""What a training checkpoint holds, and reading it back safely.
+
+A checkpoint is a `tf.train.Checkpoint` written by a
+`tf.train.CheckpointManager` under TF-Slim's names (`model.ckpt-<global
+step>`), so `tf.train.latest_checkpoint(directory)` finds the newest. It
+holds what resuming a run exactly needs:
+
+- `model`: every variable of the model, keyed by its path (trainable and
+  not: batch-norm statistics, the state of dropout's seed generators);
+- `structure`: those paths in model order, so that an identically built
+  model whose layers got other automatic names restores by position;
+- `optimizer`: the optimizer's own variables (`iterations`, the global
+  step; slots such as Adam's moments; a loss scale);
+- `averages`: with `use_ema=True` (`--moving_average_decay`), the
+  moving averages again, keyed by their variable's path, so that an
+  evaluation finds them without knowing the optimizer
+  (`restore_for_inference`, `keras-slim-eval`);
+- `data`: for a `SlimModel`, the input position of its `fit`.
+
+Keras 3 models are not tracked as `tf.train.Checkpoint` dependencies by
+their layers, so the model's variables are listed by path here.
+`keras_slim.callbacks.Checkpoints` writes and restores these.
+"""
+
+import logging
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from keras_slim import _keras
+from keras_slim import _variable_maps
+from keras_slim.checkpoints import list_variables
+from keras_slim.gradients import variable_path
+
+__all__ = [
+    "AVERAGES_KEY",
+    "CHECKPOINT_NAME",
+    "STRUCTURE_KEY",
+    "all_finite",
+    "restore_for_inference",
+    "restore_latest",
+    "restore_training_state",
+    "training_checkpoint",
+]
+
+#: The prefix of training checkpoints: `model.ckpt-<global step>`.
+CHECKPOINT_NAME = "model.ckpt"
+#: The checkpoint entry holding the model's variable paths, in model order.
+STRUCTURE_KEY = "structure"
+#: The checkpoint entry holding the moving averages by variable path.
+AVERAGES_KEY = "averages"
+
+logger = logging.getLogger("keras_slim")
+
+
+def training_checkpoint(model, *, data=None, names=None):
+    """Returns the `tf.train.Checkpoint` of a model's training state.
+
+    The model's variables are keyed by path (`model/fc1/kernel`, readable
+    with `tf.train.load_checkpoint` and warm start), and `structure` holds
+    those paths in model order, so that `restore_training_state` can
+    restore into an identically built model whose layers got other
+    automatic names (a model built twice in one process).
+
+    Args:
+        model: A compiled Keras model whose optimizer is built.
+        data: The input position of a `SlimModel.fit` (its run's feed
+            state: Keras's epoch, the step in it, the data iterator), or
+            `None`. Defaults to `None`.
+        names: The checkpoint's names for the model's variables, in model
+            order, when they differ from the paths (a restore by
+            structure); `None` for the paths. Defaults to `None`.
+
+    Returns:
+        A `tf.train.Checkpoint` with `model`, `optimizer`, `structure`,
+        and `data` when given.
+
+    Raises:
+        ValueError: if two variables of the model share a path.
+
+    Example:
+    ```python
+    checkpoint = training_checkpoint(model)
+    checkpoint.write("/tmp/run/model.ckpt-100")
+    ```
+    """
+    variables = _variable_maps.model_variables(model)
+    paths = list(variables)
+    if names is not None:
+        variables = dict(zip(names, variables.values()))
+    with tf.init_scope():
+        structure = tf.Variable(paths if paths else [""], dtype=tf.string)
+    parts = {
+        "model": variables,
+        "optimizer": model.optimizer,
+        STRUCTURE_KEY: structure,
+    }
+    _build_moving_averages(model)
+    averages = _keras.moving_averages(model.optimizer)
+    if averages:
+        # The same variables as the optimizer's slots: saved once.
+        by_variable = {id(v): name for name, v in variables.items()}
+        parts[AVERAGES_KEY] = {
+            by_variable[id(v)]: average
+            for v, average in averages
+            if id(v) in by_variable
+        }
+    if data is not None:
+        parts["data"] = data
+    return tf.train.Checkpoint(**parts)
+
+
+def _build_moving_averages(model):
+    """Builds an optimizer with `use_ema=True` that the first step has not
+    built yet (on the trainable variables, as the train step does), so
+    that every checkpoint holds the averages."""
+    optimizer = model.optimizer
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if getattr(inner, "use_ema", False) and not inner.built:
+        if model.trainable_variables:
+            with model.distribute_strategy.scope():
+                optimizer.build(model.trainable_variables)
+
+
+def _saved_structure(path):
+    """The variable paths a training checkpoint saved, in model order, or
+    `None` for a checkpoint written before they were saved."""
+    reader = tf.train.load_checkpoint(path)
+    key = f"{STRUCTURE_KEY}/.ATTRIBUTES/VARIABLE_VALUE"
+    if not reader.has_tensor(key):
+        return None
+    return [p.decode() for p in reader.get_tensor(key).tolist() if p]
+
+
+def _names_by_structure(model, saved):
+    """The checkpoint's names for the model's variables, matched by
+    position, shape and dtype; raises listing what differs."""
+    variables = list(_variable_maps.model_variables(model).values())
+    paths = [variable_path(v) for v in variables]
+    if saved is None or saved == paths:
+        return None
+    differences = []
+    if len(saved) != len(paths):
+        differences.append(
+            f"the checkpoint holds {len(saved)} model variables, the model "
+            f"has {len(paths)}"
+        )
+    for i, (name, variable) in enumerate(zip(saved, variables)):
+        model_name = _strip_counter(variable_path(variable))
+        if _strip_counter(name) != model_name:
+            differences.append(
+                f"variable {i}: checkpoint {name!r}, model "
+                f"{variable_path(variable)!r}"
+            )
+    if differences:
+        raise ValueError(
+            "The checkpoint was written by a model of another structure, so "
+            "it cannot be restored into this one:\n  "
+            + "\n  ".join(differences[:20])
+        )
+    return saved
+
+
+_COUNTER = re.compile(r"_\d+(?=/|$)")
+
+
+def _strip_counter(path):
+    """`dense_4/kernel` -> `dense/kernel`: a path without the counters
+    Keras appends to automatic layer names."""
+    return _COUNTER.sub("", path)
+
+
+def _resumable(path):
+    """Whether a checkpoint holds the input position of an unfinished
+    `fit` (one that was killed or preempted)."""
+    reader = tf.train.load_checkpoint(path)
+    key = "data/finished/.ATTRIBUTES/VARIABLE_VALUE"
+    return reader.has_tensor(key) and not bool(reader.get_tensor(key))
+
+
+def restore_training_state(model, path, *, data=None):
+    """Restores a training checkpoint into `model`, matching its structure.
+
+    The input position (`data`) is restored only from a checkpoint of a
+    `fit` that did not finish: a new `fit` after a finished one starts its
+    own schedule. Variables are matched by path; when the paths differ
+    only by the
+    counters of automatic layer names (`dense_4` for `dense_1`: the same
+    model built again in one process), by their position in the model,
+    as `tf.train.Checkpoint` and Keras weights files match objects. The
+    shapes are then checked by TensorFlow's restore.
+
+    Args:
+        model: A compiled Keras model whose optimizer is built.
+        path: A checkpoint prefix (`.../model.ckpt-100`).
+        data: As for `training_checkpoint`. Defaults to `None`.
+
+    Raises:
+        ValueError: if the model differs from the checkpoint's (the
+            message lists the differences).
+        Exception: what TensorFlow raises for a file it cannot read.
+
+    Example:
+    ```python
+    restore_training_state(model, tf.train.latest_checkpoint("/tmp/run"))
+    ```
+    """
+    names = _names_by_structure(model, _saved_structure(path))
+    if data is not None and not _resumable(path):
+        data = None  # no input position, or that of a finished fit
+    checkpoint = training_checkpoint(model, data=data, names=names)
+    status = checkpoint.restore(path)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(
+            f"The checkpoint {path!r} does not match model "
+            f"{model.name!r}: {error}"
+        ) from None
+
+
+def all_finite(model):
+    """Whether every variable of the model and its optimizer is finite.
+
+    Args:
+        model: A compiled Keras model.
+
+    Returns:
+        A Python boolean (read on the host).
+    """
+    variables = list(model.variables) + list(model.optimizer.variables)
+    for variable in variables:
+        value = np.asarray(variable.numpy())
+        if np.issubdtype(value.dtype, np.inexact):
+            if not np.all(np.isfinite(value)):
+                return False
+    return True
+
+
+def restore_latest(checkpoint, manager, *, model=None, data=None):
+    """Restores the newest readable checkpoint of `manager`.
+
+    Checkpoints are tried from the newest to the oldest: one that cannot be
+    read (a truncated file, say) is skipped with a warning.
+
+    Args:
+        checkpoint: The `tf.train.Checkpoint` to restore into (unused when
+            `model` is given).
+        manager: The `tf.train.CheckpointManager` of the directory.
+        model: The model, to restore with `restore_training_state`
+            (matching its structure); `None` restores `checkpoint`.
+            Defaults to `None`.
+        data: As for `training_checkpoint`. Defaults to `None`.
+
+    Returns:
+        The path restored, or `None` when the directory has no checkpoint.
+
+    Raises:
+        RuntimeError: if the directory has checkpoints and none is readable.
+        ValueError: if the newest readable checkpoint was written by a model
+            of another structure.
+    """
+    paths = list(reversed(manager.checkpoints))
+    if not paths:
+        return None
+    failures = []
+    for path in paths:
+        try:
+            if model is None:
+                checkpoint.restore(path).assert_existing_objects_matched()
+            else:
+                restore_training_state(model, path, data=data)
+        except ValueError:
+            raise
+        # A damaged file fails in many ways (OpError, IndexError, ...).
+        except Exception as error:
+            failures.append(f"{path}: {type(error).__name__}: {error}")
+            logger.warning(
+                "Checkpoint %s cannot be restored (%s); trying an older one.",
+                path,
+                type(error).__name__,
+            )
+            continue
+        return path
+    raise RuntimeError(
+        f"No checkpoint in {manager.directory!r} can be restored:\n"
+        + "\n".join(failures)
+    )
+
+
+def restore_for_inference(model, path):
+    """Restores a training checkpoint's model variables into `model`, with
+    the moving averages in place of the trainable ones when it holds them.
+
+    What an evaluation of a checkpoint needs (`keras-slim-eval`): no
+    optimizer and no input position, and the averages TF-Slim's
+    eval_image_classifier restored with `--moving_average_decay`.
+
+    Args:
+        model: The network, built as in training.
+        path: A checkpoint prefix.
+
+    Returns:
+        `(global_step, used_averages)`.
+
+    Raises:
+        ValueError: when the model differs from the checkpoint's.
+
+    Example:
+    ```python
+    step, averaged = restore_for_inference(model, "/tmp/run/model.ckpt-600")
+    ```
+    """
+    names = _names_by_structure(model, _saved_structure(path))
+    variables = _variable_maps.model_variables(model)
+    if names is not None:
+        variables = dict(zip(names, variables.values()))
+    saved = {v.name for v in list_variables(path)}
+    averages = {
+        name: v
+        for name, v in variables.items()
+        if f"{AVERAGES_KEY}/{name}" in saved
+    }
+    missing = [n for n in variables if f"model/{n}" not in saved]
+    if missing:
+        raise ValueError(
+            f"The checkpoint {path!r} does not hold these variables of "
+            f"model {model.name!r}: {missing[:10]}. Evaluate with the "
+            "--model_name, --train_image_size and data flags of training."
+        )
+    tf.train.Checkpoint(model=variables).read(path).expect_partial()
+    if averages:
+        # Then the averages over the trainable variables.
+        tf.train.Checkpoint(**{AVERAGES_KEY: averages}).read(
+            path
+        ).expect_partial()
+    step = tf.train.load_checkpoint(path).get_tensor(
+        "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
+    )
+    return int(step), bool(averages)
