@@ -35,6 +35,7 @@ import math
 import os
 import socket
 import time
+import types
 import weakref
 
 import keras
@@ -349,6 +350,49 @@ def fit(
             on; a rerun resumes from the last checkpoint).
     """
     _check_arguments(steps_per_epoch, validation_data, epochs, unsupported)
+    plan = _plan(model, x, batch_size, run, translate_error)
+    callback_list = keras.callbacks.CallbackList(
+        callbacks,
+        add_history=True,
+        add_progbar=verbose != 0,
+        verbose=1 if verbose == "auto" else verbose,
+        epochs=epochs,
+        steps=steps_per_epoch,
+        model=model,
+    )
+    model.stop_training = False
+    run.set_settle(plan.settle)
+    try:
+        with _lost_ps():
+            callback_list.on_train_begin()
+            # The callbacks have set the step's options: fixed from here.
+            model.train_function.for_run()
+            if plan.sync is not None:
+                _check_sync_summaries(run)
+            logs = {}
+            for epoch in range(initial_epoch, epochs):
+                logs = _epoch(
+                    model, callback_list, plan, epoch, steps_per_epoch
+                )
+                if model.stop_training:
+                    break
+            if plan.sync is not None:
+                translate_error(plan.sync.drain)()
+                plan.sync.log_counts()
+            callback_list.on_train_end(logs)
+    finally:
+        run.set_settle(None)
+    return model.history
+
+
+def _plan(model, x, batch_size, run, translate_error):
+    """How this fit schedules its steps: built state, the workers'
+    iterator, and the schedule, join and settle of the steps' kind
+    (asynchronous, or synchronous with `SyncSteps`).
+
+    Raises:
+        ValueError: for `startup_delay_steps` with synchronous steps.
+    """
     strategy = model.distribute_strategy
     dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
     settings = _strategy.sync_settings(strategy)
@@ -370,64 +414,46 @@ def fit(
     join = translate_error(lambda: watched_join(coord, watch))
     if settings is not None:
         sync = sync_replicas.SyncSteps(model, coord, iterator, settings, watch)
-        schedule = _sync_schedule(sync, translate_error)
-        step_function = None
-        # Each step ends applied: callbacks read exact variables and step.
-        settle = None
-        # Backups still in flight are waited for once, at the end.
-        join = _nothing
-        startup = None
-    else:
-        sync = None
-        step_function = loops.scheduled_steps_function(model)
-        schedule = translate_error(coord.schedule)
-        settle = join
-        startup = StartupDelay(run.startup_delay_steps, len(watch.workers))
-
-    callback_list = keras.callbacks.CallbackList(
-        callbacks,
-        add_history=True,
-        add_progbar=verbose != 0,
-        verbose=1 if verbose == "auto" else verbose,
-        epochs=epochs,
-        steps=steps_per_epoch,
-        model=model,
+        return types.SimpleNamespace(
+            sync=sync,
+            schedule=_sync_schedule(sync, translate_error),
+            step_function=None,
+            iterator=iterator,
+            # Each step ends applied: callbacks read exact variables.
+            settle=None,
+            # Backups still in flight are waited for once, at the end.
+            join=_nothing,
+            startup=None,
+        )
+    return types.SimpleNamespace(
+        sync=None,
+        schedule=translate_error(coord.schedule),
+        step_function=loops.scheduled_steps_function(model),
+        iterator=iterator,
+        settle=join,
+        join=join,
+        startup=StartupDelay(run.startup_delay_steps, len(watch.workers)),
     )
-    model.stop_training = False
-    run.set_settle(settle)
-    try:
-        with _lost_ps():
-            callback_list.on_train_begin()
-            # The callbacks have set the step's options: fixed from here.
-            model.train_function.for_run()
-            if sync is not None:
-                _check_sync_summaries(run)
-            logs = {}
-            for epoch in range(initial_epoch, epochs):
-                model.reset_metrics()
-                callback_list.on_epoch_begin(epoch)
-                _run_epoch(
-                    model,
-                    callback_list,
-                    schedule,
-                    step_function,
-                    iterator,
-                    steps_per_epoch,
-                    join=join,
-                    startup=startup,
-                )
-                join()
-                logs = _epoch_logs(model)
-                callback_list.on_epoch_end(epoch, logs)
-                if model.stop_training:
-                    break
-            if sync is not None:
-                translate_error(sync.drain)()
-                sync.log_counts()
-            callback_list.on_train_end(logs)
-    finally:
-        run.set_settle(None)
-    return model.history
+
+
+def _epoch(model, callback_list, plan, epoch, steps):
+    """One epoch: its calls between their callbacks, then its logs."""
+    model.reset_metrics()
+    callback_list.on_epoch_begin(epoch)
+    _run_epoch(
+        model,
+        callback_list,
+        plan.schedule,
+        plan.step_function,
+        plan.iterator,
+        steps,
+        join=plan.join,
+        startup=plan.startup,
+    )
+    plan.join()
+    logs = _epoch_logs(model)
+    callback_list.on_epoch_end(epoch, logs)
+    return logs
 
 
 def _epoch_logs(model):

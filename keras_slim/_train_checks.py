@@ -1,0 +1,315 @@
+"""The checks of `keras_slim.train`'s arguments and data, before any step.
+
+Each error names the argument and the value received, and what would be
+valid, as TF-Slim's and Keras's do.
+"""
+
+import argparse
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_slim import _strategy
+from keras_slim import _validation
+from keras_slim.callbacks import WarmStart
+
+#: `train`'s defaults that mean "not asked for" when there is no logdir.
+DEFAULT_SECS = 600
+DEFAULT_KEEP = 5
+
+_INT_ARGUMENTS = (
+    "number_of_steps",
+    "steps",
+    "log_every_n_steps",
+    "save_summaries_steps",
+    "save_interval_steps",
+    "trace_every_n_steps",
+    "keep_checkpoint_max",
+    "startup_delay_steps",
+)
+
+
+_SUMMARY_FLAGS = (
+    "summarize_variables",
+    "summarize_activations",
+    "summarize_gradients",
+)
+
+
+def _check_arguments(args):
+    """Checks `train`'s arguments, each error naming the one passed, and
+    returns them with numpy integers made Python ints."""
+    _validation.positive_int_or_none("number_of_steps", args["number_of_steps"])
+    _validation.positive_int_or_none("steps", args["steps"])
+    if args["steps"] is not None and args["number_of_steps"] is not None:
+        raise ValueError(
+            "Cannot provide both `steps` (steps to run now) and "
+            "`number_of_steps` (the global step to stop at), as "
+            "contrib.learn's fit. Received: "
+            f"steps={args['steps']!r}, "
+            f"number_of_steps={args['number_of_steps']!r}"
+        )
+    hours = args["keep_checkpoint_every_n_hours"]
+    _validation.positive_number_or_none("keep_checkpoint_every_n_hours", hours)
+    _validation.positive_int_or_none(
+        "log_every_n_steps", args["log_every_n_steps"]
+    )
+    for name in ("save_summaries_secs", "save_interval_secs"):
+        _validation.positive_number_or_none(name, args[name])
+    for name in ("save_summaries_steps", "save_interval_steps"):
+        _validation.positive_int_or_none(name, args[name])
+    _validation.positive_int_or_none(
+        "trace_every_n_steps", args["trace_every_n_steps"]
+    )
+    _validation.checkpoints_to_keep(
+        "keep_checkpoint_max", args["keep_checkpoint_max"]
+    )
+    delay = args["startup_delay_steps"]
+    if not _validation.is_int(delay) or delay < 0:
+        raise _validation.invalid(
+            "startup_delay_steps", delay, "a non-negative integer"
+        )
+    _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
+    for name in _SUMMARY_FLAGS:
+        _validation.boolean(name, args[name])
+    if args["is_chief"] is not None:
+        _validation.boolean("is_chief", args["is_chief"])
+    return {
+        name: int(args[name]) if args[name] is not None else None
+        for name in _INT_ARGUMENTS
+    }
+
+
+def _check_logdir(args):
+    """TF-Slim's errors for what needs a logdir when there is none."""
+    if args["logdir"] is not None:
+        return
+    needs_logdir = {
+        "save_summaries_steps": args["save_summaries_steps"] is not None,
+        "trace_every_n_steps": args["trace_every_n_steps"] is not None,
+        "save_interval_steps": args["save_interval_steps"] is not None,
+        "save_summaries_secs": args["save_summaries_secs"]
+        not in (None, DEFAULT_SECS),
+        "save_interval_secs": args["save_interval_secs"]
+        not in (None, DEFAULT_SECS),
+        "keep_checkpoint_max": args["keep_checkpoint_max"] != DEFAULT_KEEP,
+        "keep_checkpoint_every_n_hours": (
+            args["keep_checkpoint_every_n_hours"] is not None
+        ),
+        **{name: args[name] for name in _SUMMARY_FLAGS},
+    }
+    for name, asked in needs_logdir.items():
+        if asked:
+            raise ValueError(
+                f"Cannot provide `{name}` because logdir=None. Received: "
+                f"{name}={args[name]!r}. Pass a `logdir` to write "
+                "checkpoints, summaries or traces."
+            )
+
+
+def _warm_start(value):
+    """`None`, a WarmStart, or a checkpoint path made into one."""
+    if value is None or isinstance(value, WarmStart):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return WarmStart(value)
+    raise _validation.invalid(
+        "warm_start",
+        value,
+        "a keras_slim.callbacks.WarmStart, a checkpoint path, or None",
+    )
+
+
+def _dataset(data, batch_size, repeat):
+    if isinstance(data, tf.data.Dataset):
+        _validation.no_batch_size_for_dataset(batch_size)
+        if int(data.cardinality().numpy()) == 0:
+            raise ValueError(
+                "`data` yields no batch: the dataset is empty (its "
+                "cardinality is 0), so there is nothing to train on. "
+                f"Received: data={data!r}"
+            )
+        return data
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise _validation.invalid(
+            "data",
+            type(data).__name__,
+            "a tf.data.Dataset of (x, y) batches, or a tuple (x, y) of "
+            "arrays with `batch_size`",
+        )
+    _check_arrays(*data)
+    batch_size = _validation.positive_int_or_none("batch_size", batch_size)
+    if batch_size is None:
+        raise ValueError(
+            "`batch_size` is not set. Pass `batch_size` to "
+            "keras_slim.train when `data` is a tuple (x, y) of arrays."
+        )
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(data))
+    dataset = dataset.batch(batch_size)
+    return dataset.repeat() if repeat else dataset
+
+
+def _check_arrays(x, y):
+    """x and y: as many examples each, at least one."""
+    lengths = {}
+    for name, value in (("x", x), ("y", y)):
+        leaves = tf.nest.flatten(value)
+        sizes = {
+            int(np.shape(leaf)[0]) if np.ndim(leaf) else 1 for leaf in leaves
+        }
+        if len(sizes) != 1:
+            raise ValueError(
+                f"The arrays of `{name}` differ in length: {sorted(sizes)} "
+                "examples. Each array of x and y needs one row per example."
+            )
+        lengths[name] = sizes.pop()
+    if lengths["x"] != lengths["y"]:
+        raise ValueError(
+            "x and y differ in length: x has "
+            f"{lengths['x']} examples, y has {lengths['y']}. Each example "
+            "needs its target."
+        )
+    if lengths["x"] == 0:
+        raise ValueError(
+            "`data` yields no batch: x and y have 0 examples, so there is "
+            "nothing to train on."
+        )
+
+
+def _check_learning_rate(optimizer):
+    """A learning rate that is not a finite number, or a constant one that
+    is not positive, fails before the first step."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    configured = inner.get_config().get("learning_rate")
+    try:
+        value = float(keras.ops.convert_to_numpy(inner.learning_rate))
+    except (TypeError, ValueError):
+        return
+    constant = isinstance(configured, (int, float))
+    if not math.isfinite(value) or (constant and value <= 0):
+        raise ValueError(
+            "The optimizer's learning rate must be a positive finite number. "
+            f"Received: learning_rate={value} ({type(inner).__name__})."
+        )
+
+
+def known_length(dataset):
+    cardinality = int(dataset.cardinality().numpy())
+    return cardinality if cardinality >= 0 else None
+
+
+def checked(model, args):
+    """`train`'s arguments, checked against each other and the model.
+
+    Args:
+        model: The model passed to `train`.
+        args: `train`'s arguments as a dict (its `locals()`).
+
+    Returns:
+        An `argparse.Namespace` of the arguments: integers made Python
+        ints, `keep_checkpoint_max=0` made `None` (keep all),
+        `warm_start` made a `WarmStart` or `None`.
+
+    Raises:
+        ValueError: naming the argument, for any that does not fit.
+        FileNotFoundError: for a `warm_start` checkpoint that is not there.
+    """
+    ints = _check_arguments(args)
+    _check_logdir(args)
+    settings = argparse.Namespace(**{**args, **ints})
+    settings.keep_checkpoint_max = settings.keep_checkpoint_max or None
+    settings.warm_start = _warm_start(settings.warm_start)
+    if getattr(model, "optimizer", None) is None:
+        raise ValueError(
+            "The model is not compiled. Call `model.compile(optimizer, "
+            "loss)` before keras_slim.train."
+        )
+    _check_learning_rate(model.optimizer)
+    _check_startup_delay(
+        settings.startup_delay_steps, model.distribute_strategy
+    )
+    callbacks = settings.callbacks
+    if callbacks is not None and not all(
+        isinstance(c, keras.callbacks.Callback) for c in callbacks
+    ):
+        raise _validation.invalid(
+            "callbacks", callbacks, "a list of keras.callbacks.Callback"
+        )
+    return settings
+
+
+def _check_startup_delay(delay, strategy):
+    if delay > 0 and _strategy.is_multi_worker(strategy):
+        raise ValueError(
+            "`startup_delay_steps` must be 0 under a synchronous "
+            "multi-worker strategy (TF-Slim: with `sync_optimizer`). "
+            f"Received: startup_delay_steps={delay}"
+        )
+    if delay > 0 and not _strategy.is_parameter_server(strategy):
+        raise ValueError(
+            "`startup_delay_steps` staggers asynchronous workers that share "
+            "a global step on parameter servers (ParameterServerStrategy, "
+            "DeploymentConfig(num_ps_tasks=...)); under this "
+            f"{_strategy.kind(strategy)} strategy no other worker advances "
+            "this process's global step, so waiting would never end. "
+            f"Received: startup_delay_steps={delay}"
+        )
+
+
+def training_data(model, settings):
+    """The dataset `train` fits on, checked before any step.
+
+    Arrays are repeated when the run is bounded by a step count; under
+    `ParameterServerStrategy` a dataset function is passed on as it is
+    and a step count is required.
+
+    Args:
+        model: The model.
+        settings: What `checked` returned.
+
+    Returns:
+        A `tf.data.Dataset`, or a dataset function under parameter servers.
+
+    Raises:
+        ValueError: for data that does not fit (the message names it).
+    """
+    bounded = settings.number_of_steps is not None or settings.steps is not None
+    data, batch_size = settings.data, settings.batch_size
+    if _strategy.is_parameter_server(model.distribute_strategy):
+        # Workers read their own datasets: the step count bounds the run.
+        if not bounded:
+            raise ValueError(
+                "`number_of_steps` or `steps` is required under "
+                "ParameterServerStrategy (the end of the workers' data "
+                "cannot be seen). Received: number_of_steps=None, steps=None"
+            )
+        return data if callable(data) else _dataset(data, batch_size, True)
+    dataset = _dataset(data, batch_size, repeat=bounded)
+    _validation.numeric_inputs(model, dataset)
+    return dataset
+
+
+def check_some_step_ran(model, settings, batches):
+    """After `fit`: data of unknown length that yielded no batch is an
+    error (no checkpoint was written), unless the run was already at its
+    `number_of_steps`.
+
+    Args:
+        model: The model.
+        settings: What `checked` returned.
+        batches: The calls of the train function the run made.
+
+    Raises:
+        ValueError: naming the data.
+    """
+    step = int(model.optimizer.iterations.numpy())
+    target = settings.number_of_steps
+    if batches == 0 and (target is None or step < target):
+        raise ValueError(
+            "`data` yielded no batch, so no step ran (global step "
+            f"{step}) and no checkpoint was written. Received: "
+            f"data={settings.data!r}"
+        )
