@@ -1,4 +1,4 @@
-"""Input pipeline speed: keras_slim.image_data vs Keras's directory reader.
+"""Input pipeline speed: keras_slim.image.datasets vs Keras's directory reader.
 
 Writes a generated dataset to a temporary directory (in /dev/shm where it
 exists, so the disk is not timed): `--images` JPEGs (default 512, 64x64,
@@ -6,8 +6,8 @@ exists, so the disk is not timed): `--images` JPEGs (default 512, 64x64,
 shards (4). Three readers then deliver training batches of the same
 images:
 
-- "image_data folder": `keras_slim.image_data.load` on the folder;
-- "image_data tfrecord": `keras_slim.image_data.load` on the shards;
+- "image_data folder": `keras_slim.image.datasets.load` on the folder;
+- "image_data tfrecord": `keras_slim.image.datasets.load` on the shards;
 - "keras directory": `keras.utils.image_dataset_from_directory` on the
   folder's `train/` alone (decode, resize, shuffle, batch; no random crop).
 
@@ -33,7 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import image_data
+from keras_slim.image import datasets as image_data
 
 CLASS_NAMES = ["a", "b", "c", "d"]
 READERS = ["image_data folder", "image_data tfrecord", "keras directory"]

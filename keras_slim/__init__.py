@@ -3,16 +3,14 @@
 Gradient policies (multipliers, freezing, clipping, NaN checks) applied
 after the cross-replica sum, in a `keras.Model` train step; training
 services as callbacks for `model.fit`, and `train()` for TF-Slim code;
-`DeploymentConfig` for clones, replicas and parameter servers; `nets`,
-`image_data` and `preprocessing` for the image-classifier commands.
+`DeploymentConfig` for clones, replicas and parameter servers. TF-Slim's
+image classification app (the two commands, nets, datasets,
+preprocessing) is `keras_slim.image`, built on this library.
 """
 
 from keras_slim import callbacks
 from keras_slim import checkpoints
 from keras_slim import gradients
-from keras_slim import image_data
-from keras_slim import nets
-from keras_slim import preprocessing
 from keras_slim import training_state
 from keras_slim.deployment import DeploymentConfig
 from keras_slim.errors import NanLossDuringTrainingError
@@ -33,9 +31,6 @@ __all__ = [
     "callbacks",
     "checkpoints",
     "gradients",
-    "image_data",
-    "nets",
-    "preprocessing",
     "train",
     "training_state",
     "wrap",

@@ -30,7 +30,7 @@ _LONG_FIRST = (
     "test_docs",
     "test_train_image_classifier",
     "test_preemption",
-    "test_image_commands",
+    "test_eval_image_classifier",
     "test_multi_worker",
     "test_sync_replicas",
     "test_learning",

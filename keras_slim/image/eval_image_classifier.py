@@ -32,8 +32,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_slim import _image_task  # noqa: E402
 from keras_slim import training_state  # noqa: E402
+from keras_slim.image import _flags  # noqa: E402
+from keras_slim.image import _task  # noqa: E402
+from keras_slim.image import nets  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -61,13 +63,13 @@ def parser():
     )
     add(
         "--batch_size",
-        type=_image_task.positive_int,
+        type=_flags.positive_int,
         default=100,
         help="The number of samples in each batch.",
     )
     add(
         "--max_num_batches",
-        type=_image_task.positive_int,
+        type=_flags.positive_int,
         default=None,
         help="Max number of batches to evaluate by default use all.",
     )
@@ -79,27 +81,27 @@ def parser():
     )
     add(
         "--eval_interval_secs",
-        type=_image_task.positive_float,
+        type=_flags.positive_float,
         default=None,
         help="Evaluate each new checkpoint of the directory, looking every "
         "this many seconds (default: evaluate the latest once).",
     )
     add(
         "--timeout",
-        type=_image_task.positive_float,
+        type=_flags.positive_float,
         default=600,
         help="With --eval_interval_secs: stop when no new checkpoint has "
         "appeared for this many seconds.",
     )
     add(
         "--max_number_of_steps",
-        type=_image_task.positive_int,
+        type=_flags.positive_int,
         default=None,
         help="With --eval_interval_secs: stop after evaluating a checkpoint "
         "of this global step or later (the end of training).",
     )
-    _image_task.add_model_flags(add, image_size_flag="--eval_image_size")
-    _image_task.add_data_flags(add)
+    _flags.add_model_flags(add, image_size_flag="--eval_image_size")
+    _flags.add_data_flags(add)
     return p
 
 
@@ -218,15 +220,13 @@ def _checkpoints(flags):
 
 def run(flags):
     """Evaluates as the flags say; returns the exit code."""
-    task = _image_task.task(
+    task = _task.task(
         flags,
         split=flags.dataset_split_name,
         batch_size=flags.batch_size,
         image_size=flags.eval_image_size,
         is_training=False,
     )
-    from keras_slim import nets
-
     keras.utils.set_random_seed(0)
     model = nets.build(
         task.model_name,
@@ -246,7 +246,7 @@ def main(argv=None):
     """The console script `keras-slim-eval`."""
     p = parser()
     flags = p.parse_args(argv)
-    _image_task.check_flags(p, flags, "--eval_image_size")
+    _flags.check_flags(p, flags, "--eval_image_size")
     if not os.path.exists(flags.checkpoint_path) and not tf.io.gfile.glob(
         flags.checkpoint_path + ".index"
     ):

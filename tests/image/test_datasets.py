@@ -1,4 +1,4 @@
-"""keras_slim.image_data and keras_slim.preprocessing on tiny generated data.
+"""keras_slim.image.datasets on tiny generated data.
 
 Image `i` is color-coded: every pixel is 40 except its class's channel
 (200) and the next channel (10 + 5 * i), so a decoded image tells both its
@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_slim import image_data
-from keras_slim import preprocessing
+from keras_slim.image import datasets
 
 NUM_CLASSES = 3
 PER_CLASS = 12
@@ -63,7 +62,7 @@ def _load(directory, split="train", **kwargs):
         "preprocessing_name": "digits",
         **kwargs,
     }
-    return image_data.load(str(directory), split, **kwargs)
+    return datasets.load(str(directory), split, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +73,7 @@ def images():
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory, images):
     directory = tmp_path_factory.mktemp("tfrecords")
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         *images,
         directory,
         name="toy",
@@ -82,7 +81,7 @@ def shards(tmp_path_factory, images):
         shards=3,
         class_names=CLASS_NAMES,
     )
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         *images, directory, name="toy", split="validation", shards=2
     )
     return directory
@@ -91,139 +90,11 @@ def shards(tmp_path_factory, images):
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, images):
     directory = tmp_path_factory.mktemp("folder")
-    image_data.write_image_folder(*images, directory, class_names=CLASS_NAMES)
+    datasets.write_image_folder(*images, directory, class_names=CLASS_NAMES)
     return directory
 
 
-# --- preprocessing ---------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def noise():
-    rng = np.random.default_rng(0)
-    return rng.integers(0, 256, (30, 40, 3), dtype=np.uint8)
-
-
-@pytest.mark.parametrize(
-    "name, low, high",
-    [
-        ("inception", -1.0, 1.0),
-        ("vgg", -123.68, 255.0 - 103.94),
-        ("digits", 0.0, 1.0),
-    ],
-)
-@pytest.mark.parametrize("is_training", [True, False])
-def test_preprocessing_shape_and_range(noise, name, low, high, is_training):
-    preprocess = preprocessing.get_preprocessing(
-        name, is_training=is_training, image_size=24
-    )
-    image = preprocess(noise).numpy()
-    assert image.shape == (24, 24, 3) and image.dtype == np.float32
-    assert image.min() >= low - 1e-4 and image.max() <= high + 1e-4
-    assert image.max() - image.min() > (high - low) / 4
-
-
-@pytest.mark.parametrize("name", ["inception", "vgg"])
-def test_preprocessing_training_is_random_and_seeded(noise, name):
-    preprocess = preprocessing.get_preprocessing(
-        name, is_training=True, image_size=24
-    )
-    assert not np.array_equal(preprocess(noise), preprocess(noise))
-    np.testing.assert_array_equal(
-        preprocess(noise, seed=[0, 7]), preprocess(noise, seed=[0, 7])
-    )
-    assert not np.array_equal(
-        preprocess(noise, seed=[0, 7]), preprocess(noise, seed=[0, 8])
-    )
-
-
-@pytest.mark.parametrize("name", preprocessing.PREPROCESSING)
-def test_preprocessing_eval_is_deterministic(noise, name):
-    preprocess = preprocessing.get_preprocessing(
-        name, is_training=False, image_size=24
-    )
-    np.testing.assert_array_equal(preprocess(noise), preprocess(noise))
-
-
-def test_digits_preprocessing_is_resize_and_scale(noise):
-    preprocess = preprocessing.get_preprocessing(
-        "digits", is_training=True, image_size=40
-    )
-    square = noise[:, :30]
-    image = preprocessing.get_preprocessing(
-        "digits", is_training=True, image_size=30
-    )(square)
-    np.testing.assert_allclose(image, square / 255.0, atol=1e-6)
-    assert preprocess(noise).shape == (40, 40, 3)
-
-
-def test_inception_eval_is_central_crop():
-    # A 16x16 image with a black 1-pixel border: the central 87.5% (14x14)
-    # leaves the white inside only.
-    image = np.zeros((16, 16, 3), np.uint8)
-    image[1:-1, 1:-1] = 255
-    preprocess = preprocessing.get_preprocessing(
-        "inception", is_training=False, image_size=14
-    )
-    np.testing.assert_allclose(preprocess(image), 1.0)
-
-
-def test_vgg_subtracts_channel_means():
-    means = np.array(preprocessing.VGG_MEANS)
-    image = np.broadcast_to(np.round(means), (10, 30, 3)).astype(np.uint8)
-    preprocess = preprocessing.get_preprocessing(
-        "vgg", is_training=False, image_size=7
-    )
-    np.testing.assert_allclose(
-        preprocess(image),
-        np.broadcast_to(np.round(means) - means, (7, 7, 3)),
-        atol=1e-4,
-    )
-
-
-def test_vgg_eval_keeps_aspect_ratio():
-    # Black, white, black thirds: the smaller side resized to 8 (8x24),
-    # the central 7x7 lies in the white third; squashed to 8x8, it would
-    # not.
-    image = np.zeros((10, 30, 3), np.uint8)
-    image[:, 10:20] = 255
-    preprocess = preprocessing.get_preprocessing(
-        "vgg", is_training=False, image_size=7
-    )
-    np.testing.assert_allclose(
-        preprocess(image),
-        np.broadcast_to(255.0 - np.array(preprocessing.VGG_MEANS), (7, 7, 3)),
-        atol=1e-3,
-    )
-
-
-def test_preprocessing_in_a_dataset_map(noise):
-    preprocess = preprocessing.get_preprocessing(
-        "inception", is_training=True, image_size=8
-    )
-    data = tf.data.Dataset.from_tensors(noise).repeat(2).map(preprocess)
-    assert data.element_spec.shape == (8, 8, 3)
-    first, second = list(data)
-    assert not np.array_equal(first, second)
-
-
-def test_unknown_preprocessing_name():
-    with pytest.raises(
-        ValueError,
-        match="Received: name='resnet'. Expected one of 'inception', 'vgg', "
-        "'digits'",
-    ):
-        preprocessing.get_preprocessing(
-            "resnet", is_training=True, image_size=8
-        )
-
-
-def test_preprocessing_bad_image_size():
-    with pytest.raises(ValueError, match="Received: image_size=0"):
-        preprocessing.get_preprocessing("vgg", is_training=True, image_size=0)
-
-
-# --- TFRecords -------------------------------------------------------------
+# --- reading ---------------------------------------------------------------
 
 
 def test_write_tfrecords_names_shards_as_tf_slim(shards):
@@ -294,7 +165,7 @@ def test_tfrecord_without_labels_txt_counts_classes(shards):
 
 
 def test_tfrecord_jpeg_and_inception_training(tmp_path, images):
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         *images,
         tmp_path,
         name="j",
@@ -365,10 +236,10 @@ def test_folder_train_is_shuffled_repeated_batched(folder):
 
 
 def test_folder_with_train_and_validation_subfolders(tmp_path, images):
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         *images, tmp_path / "train", class_names=CLASS_NAMES
     )
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         images[0][:6],
         images[1][:6],
         tmp_path / "validation",
@@ -381,7 +252,7 @@ def test_folder_with_train_and_validation_subfolders(tmp_path, images):
 
 
 def test_folder_jpeg(tmp_path, images):
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         *images, tmp_path, class_names=CLASS_NAMES, image_format="jpeg"
     )
     data = _load(tmp_path, "validation", batch_size=7)
@@ -417,7 +288,7 @@ def test_no_images_lists_what_was_looked_for(tmp_path):
 
 
 def test_one_class_folder(tmp_path, images):
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         images[0][:4], [0] * 4, tmp_path, class_names=["only"]
     )
     with pytest.raises(ValueError, match=r"Found 1 class in .*\['only'\]"):
@@ -425,7 +296,7 @@ def test_one_class_folder(tmp_path, images):
 
 
 def test_one_class_tfrecord(tmp_path, images):
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         images[0][:4], [0] * 4, tmp_path, name="one", split="train", shards=1
     )
     with pytest.raises(ValueError, match="Found 1 class in"):
@@ -433,7 +304,7 @@ def test_one_class_tfrecord(tmp_path, images):
 
 
 def test_garbage_shard_is_named(tmp_path, images):
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         *images, tmp_path, name="toy", split="train", shards=2
     )
     bad = tmp_path / "toy_train_00002-of-00003.tfrecord"
@@ -477,7 +348,7 @@ def test_example_without_label_is_named(tmp_path, images):
 
 
 def test_label_outside_labels_txt(tmp_path, images):
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         *images, tmp_path, name="toy", split="train", shards=1
     )
     (tmp_path / "labels.txt").write_text("0:a\n1:b\n")
@@ -503,7 +374,7 @@ def _rewrite_record(path, index, *, encoded=None, label=None):
 
 
 def _one_shard(directory, images):
-    image_data.write_tfrecords(
+    datasets.write_tfrecords(
         images[0][:4],
         [0, 1, 2, 0],
         directory,
@@ -565,7 +436,7 @@ def test_empty_shards(tmp_path):
 
 
 def test_undecodable_image_file_is_named(tmp_path, images):
-    image_data.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
+    datasets.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
     bad = tmp_path / "green" / "00000_bad.png"
     bad.write_bytes(b"garbage, not a png")
     with pytest.raises(
@@ -575,10 +446,10 @@ def test_undecodable_image_file_is_named(tmp_path, images):
 
 
 def test_different_classes_in_train_and_validation(tmp_path, images):
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         *images, tmp_path / "train", class_names=CLASS_NAMES
     )
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         images[0][:4],
         [0, 1, 0, 1],
         tmp_path / "validation",
@@ -607,7 +478,7 @@ def test_batch_size_larger_than_training_split(shards):
 
 
 def test_validation_fraction_leaving_no_image(tmp_path, images):
-    image_data.write_image_folder(
+    datasets.write_image_folder(
         images[0][:4], [0, 1, 2, 0], tmp_path, class_names=CLASS_NAMES
     )
     with pytest.raises(
@@ -643,6 +514,6 @@ def test_bad_preprocessing_name(shards):
 
 def test_write_image_folder_checks_labels(tmp_path, images):
     with pytest.raises(ValueError, match=r"Received: labels=\[3\]"):
-        image_data.write_image_folder(
+        datasets.write_image_folder(
             images[0][:2], [0, 3], tmp_path, class_names=CLASS_NAMES
         )

@@ -1,5 +1,7 @@
 """The networks `keras-slim-train` builds: TF-Slim's `nets_factory`.
 
+Import it as `from keras_slim.image import nets`.
+
 `build(model_name, num_classes)` returns a functional `keras_slim.SlimModel`
 named after the net, from an input `images` of shape
 `(image_size, image_size, channels)` to `logits` (no softmax: train with
@@ -17,7 +19,7 @@ variable paths (`variable.path`): the layer name, a slash, the variable
 List them with
 
 ```python
-model = keras_slim.nets.build("mobilenet_v2", 5, image_size=96)
+model = nets.build("mobilenet_v2", 5, image_size=96)
 print([v.path for v in model.trainable_variables])
 ```
 
@@ -48,12 +50,12 @@ excludes its logits.
 
 import collections
 import numbers
-import re
 
 import keras
 
-from keras_slim import _digits
 from keras_slim import _validation
+from keras_slim.image.nets import digits_cnn
+from keras_slim.image.nets import keras_applications
 from keras_slim.model import SlimModel
 
 __all__ = [
@@ -79,37 +81,6 @@ _NETS = {
 
 NETWORKS = tuple(_NETS)
 
-_APPLICATIONS = {
-    "mobilenet_v2": keras.applications.MobileNetV2,
-    "resnet50": keras.applications.ResNet50,
-    "inception_v3": keras.applications.InceptionV3,
-}
-
-# Keras's MobileNetV2 layers -> TF-Slim's `MobilenetV2` scopes.
-_MOBILENET_V2_SCOPES = (
-    (r"Conv1", r"Conv"),
-    (r"bn_Conv1", r"Conv/BatchNorm"),
-    (r"expanded_conv_(depthwise|project)", r"expanded_conv/\1"),
-    (r"expanded_conv_(depthwise|project)_BN", r"expanded_conv/\1/BatchNorm"),
-    (r"block_(\d+)_(expand|depthwise|project)", r"expanded_conv_\1/\2"),
-    (
-        r"block_(\d+)_(expand|depthwise|project)_BN",
-        r"expanded_conv_\1/\2/BatchNorm",
-    ),
-    (r"Conv_1", r"Conv_1"),
-    (r"Conv_1_bn", r"Conv_1/BatchNorm"),
-    (r"logits", r"Logits/Conv2d_1c_1x1"),
-)
-
-_SLIM_VARIABLES = {
-    "kernel": "weights",
-    "bias": "biases",
-    "gamma": "gamma",
-    "beta": "beta",
-    "moving_mean": "moving_mean",
-    "moving_variance": "moving_variance",
-}
-
 
 def _net(model_name):
     if not isinstance(model_name, str) or model_name not in _NETS:
@@ -134,7 +105,7 @@ def default_image_size(model_name):
 
     Example:
     ```python
-    keras_slim.nets.default_image_size("inception_v3")  # 299
+    nets.default_image_size("inception_v3")  # 299
     ```
     """
     return _net(model_name).default_size
@@ -155,7 +126,7 @@ def minimum_image_size(model_name):
 
     Example:
     ```python
-    keras_slim.nets.minimum_image_size("mobilenet_v2")  # 32
+    nets.minimum_image_size("mobilenet_v2")  # 32
     ```
     """
     return _net(model_name).minimum_size
@@ -177,7 +148,7 @@ def preprocessing_name(model_name):
 
     Example:
     ```python
-    keras_slim.nets.preprocessing_name("resnet50")  # "vgg"
+    nets.preprocessing_name("resnet50")  # "vgg"
     ```
     """
     return _net(model_name).preprocessing
@@ -207,70 +178,6 @@ def _weight_decay(value):
             "weight_decay", value, "a non-negative number"
         )
     return float(value)
-
-
-def _auto_prefix(layer):
-    # The name Keras gives an unnamed layer, before its counter suffix
-    # (as Keras's naming.to_snake_case writes it).
-    name = re.sub(r"\W+", "", type(layer).__name__)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
-def _local_names(layers):
-    """Each layer's name, with the suffixes of Keras's automatic names
-    counted within `layers` (in creation order), as a fresh session
-    would count them."""
-    groups = collections.defaultdict(list)
-    for layer in layers:
-        prefix = _auto_prefix(layer)
-        match = re.fullmatch(re.escape(prefix) + r"(?:_(\d+))?", layer.name)
-        if match:
-            groups[prefix].append((int(match.group(1) or 0), layer.name))
-    names = {layer.name: layer.name for layer in layers}
-    for prefix, members in groups.items():
-        for rank, (_, name) in enumerate(sorted(members)):
-            names[name] = f"{prefix}_{rank}" if rank else prefix
-    return names
-
-
-def _owners(model):
-    return [layer for layer in model.layers if layer.weights]
-
-
-def _with_local_names(base, inputs):
-    """`base`'s output on `inputs`, its layers renamed by `_local_names`
-    where that changes a variable's path."""
-    names = _local_names(base.layers)
-    if all(names[layer.name] == layer.name for layer in _owners(base)):
-        return base.output
-
-    def rename(layer):
-        config = dict(layer.get_config(), name=names[layer.name])
-        return type(layer).from_config(config)
-
-    # Cloning is the public way to rename layers before they are built.
-    clone = keras.models.clone_model(
-        base, input_tensors=[inputs], clone_function=rename
-    )
-    return clone.output
-
-
-def _regularize(model, weight_decay):
-    """Adds TF-Slim's halved L2 penalty to conv and dense kernels."""
-    regularizer = keras.regularizers.L2(weight_decay / 2)
-    for layer in model.layers:
-        # DepthwiseConv2D is not a Conv2D: TF-Slim leaves it unregularized.
-        if isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense)):
-            layer.kernel_regularizer = regularizer
-            layer.kernel.regularizer = regularizer
-
-
-def _application(model_name, inputs):
-    base = _APPLICATIONS[model_name](
-        include_top=False, weights=None, input_tensor=inputs, pooling="avg"
-    )
-    return _with_local_names(base, inputs)
 
 
 def build(
@@ -319,7 +226,7 @@ def build(
     Example:
     ```python
     keras.utils.set_random_seed(0)
-    model = keras_slim.nets.build("mobilenet_v2", 5, image_size=96)
+    model = nets.build("mobilenet_v2", 5, image_size=96)
     model.compile(
         optimizer="sgd",
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -335,33 +242,19 @@ def build(
         (image_size, image_size, channels or net.channels), name="images"
     )
     if model_name == "digits_cnn":
-        logits = _digits.network(num_classes, weight_decay)(inputs)
+        logits = digits_cnn.network(num_classes, weight_decay)(inputs)
     else:
-        features = _application(model_name, inputs)
+        features = keras_applications.features(model_name, inputs)
         logits = keras.layers.Dense(num_classes, name="logits")(features)
     model = SlimModel(
         inputs, logits, name=model_name, gradient_policy=gradient_policy
     )
     if weight_decay and model_name != "digits_cnn":
-        _regularize(model, weight_decay)
+        keras_applications.regularize(model, weight_decay)
     return model
 
 
-def _mobilenet_v2_name(path):
-    layer, _, variable = path.rpartition("/")
-    if variable not in _SLIM_VARIABLES:
-        return path
-    for pattern, scope in _MOBILENET_V2_SCOPES:
-        match = re.fullmatch(pattern, layer)
-        if match:
-            scope = match.expand(scope)
-            if variable == "kernel" and scope.endswith("/depthwise"):
-                return f"MobilenetV2/{scope}/depthwise_weights"
-            return f"MobilenetV2/{scope}/{_SLIM_VARIABLES[variable]}"
-    return path
-
-
-_NAME_MAPS = {"mobilenet_v2": _mobilenet_v2_name}
+_NAME_MAPS = {"mobilenet_v2": keras_applications.mobilenet_v2_name}
 
 
 def slim_name_map(model_name):
@@ -394,10 +287,10 @@ def slim_name_map(model_name):
 
     Example:
     ```python
-    model = keras_slim.nets.build("mobilenet_v2", 5)
+    model = nets.build("mobilenet_v2", 5)
     warm = keras_slim.callbacks.WarmStart(
         "/tmp/mobilenet_v2_1.0_224.ckpt",
-        name_map=keras_slim.nets.slim_name_map("mobilenet_v2"),
+        name_map=nets.slim_name_map("mobilenet_v2"),
         exclude="logits",
     )
     model.fit(dataset, epochs=1, callbacks=[warm])

@@ -5,10 +5,10 @@ help; the warm start from a TF-Slim checkpoint the command picks."""
 import numpy as np
 import pytest
 
-from keras_slim import eval_image_classifier as eval_cli
-from keras_slim import image_data
-from keras_slim import nets
-from keras_slim import train_image_classifier as train_cli
+from keras_slim.image import datasets
+from keras_slim.image import eval_image_classifier as eval_cli
+from keras_slim.image import nets
+from keras_slim.image import train_image_classifier as train_cli
 from tests.callbacks.test_summaries import read_events
 from tests.checkpoint_files import write_tf1
 from tests.helpers import run_module
@@ -33,12 +33,12 @@ def dataset(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(request.param)
     images, labels = colored_images()
     if request.param == "folder":
-        image_data.write_image_folder(
+        datasets.write_image_folder(
             images, labels, root / "data", class_names=CLASSES
         )
     else:
         for split, keep in (("train", slice(None)), ("validation", slice(5))):
-            image_data.write_tfrecords(
+            datasets.write_tfrecords(
                 images[keep],
                 labels[keep],
                 root / "data",
@@ -55,7 +55,7 @@ def test_train_then_eval(dataset):
     data = str(root / "data")
     train_dir = root / "train"
     trained = run_module(
-        "keras_slim.train_image_classifier",
+        "keras_slim.image.train_image_classifier",
         *["--train_dir", str(train_dir), "--dataset_dir", data],
         *["--dataset_name", "colors", "--train_image_size", "16"],
         *["--batch_size", "16", "--max_number_of_steps", "60"],
@@ -77,7 +77,7 @@ def test_train_then_eval(dataset):
     assert len(events["loss"]) >= 10 and len(events["learning_rate"]) >= 10
 
     evaluated = run_module(
-        "keras_slim.eval_image_classifier",
+        "keras_slim.image.eval_image_classifier",
         *["--checkpoint_path", str(train_dir), "--dataset_dir", data],
         *["--eval_image_size", "16"],
         timeout=300,
@@ -97,7 +97,7 @@ def test_train_then_eval(dataset):
 def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
     (tmp_path / "empty").mkdir()
     result = run_module(
-        "keras_slim.train_image_classifier",
+        "keras_slim.image.train_image_classifier",
         *["--train_dir", str(tmp_path / "t"), "--dataset_dir"],
         str(tmp_path / "empty"),
         env=ENV,
@@ -200,7 +200,7 @@ def test_the_migration_guide_lists_every_flag(parser):
     import pathlib
 
     guide = (
-        pathlib.Path(__file__).resolve().parent.parent
+        pathlib.Path(__file__).resolve().parents[2]
         / "docs"
         / "tutorials"
         / "migrating.md"

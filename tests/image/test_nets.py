@@ -1,4 +1,4 @@
-"""keras_slim.nets: the nets factory and its TF-Slim name map."""
+"""keras_slim.image.nets: the nets factory and its TF-Slim name map."""
 
 import re
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import keras_slim
-from keras_slim import nets
+from keras_slim.image import nets
 from tests.checkpoint_files import write_tf1
 
 MINIMUM = {

@@ -11,10 +11,11 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
-from keras_slim import _configure
-from keras_slim import _digits
 from keras_slim import checkpoints
-from keras_slim import train_image_classifier as cli
+from keras_slim.image import _optimization
+from keras_slim.image import train_image_classifier as cli
+from keras_slim.image.datasets import digits
+from keras_slim.image.nets import digits_cnn
 from tests.callbacks.test_summaries import read_events
 from tests.helpers import run_module
 
@@ -32,7 +33,7 @@ FAST = [
 
 def run_cli(*args, timeout=300):
     return run_module(
-        "keras_slim.train_image_classifier",
+        "keras_slim.image.train_image_classifier",
         *args,
         timeout=timeout,
         env={"TF_CPP_MIN_LOG_LEVEL": "3"},
@@ -167,7 +168,7 @@ def test_bad_flags_exit_2_naming_the_flag(args, message, tmp_path, capsys):
 
 def demo_flags():
     """`make demo`'s flags, read from the Makefile."""
-    makefile = pathlib.Path(__file__).resolve().parent.parent / "Makefile"
+    makefile = pathlib.Path(__file__).resolve().parents[2] / "Makefile"
     text = makefile.read_text().replace("\\\n", " ")
     line = next(
         line for line in text.splitlines() if line.startswith("DEMO_FLAGS")
@@ -208,7 +209,7 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert len(events["logits/kernel"]) >= 10  # histograms too
     # `make demo` then evaluates the checkpoint into train_dir/eval.
     evaluated = run_module(
-        "keras_slim.eval_image_classifier",
+        "keras_slim.image.eval_image_classifier",
         "--checkpoint_path",
         str(train_dir),
         env={"TF_CPP_MIN_LOG_LEVEL": "3"},
@@ -318,14 +319,14 @@ def test_console_script_is_installed():
     ],
 )
 def test_optimizers_with_slims_defaults(name, cls, attrs):
-    optimizer = _configure.optimizer(name, 0.1)
+    optimizer = _optimization.optimizer(name, 0.1)
     assert type(optimizer) is cls
     for attr, value in attrs.items():
         assert getattr(optimizer, attr) == pytest.approx(value), attr
 
 
 def test_moving_average_decay_is_keras_ema():
-    optimizer = _configure.optimizer("sgd", 0.1, moving_average_decay=0.99)
+    optimizer = _optimization.optimizer("sgd", 0.1, moving_average_decay=0.99)
     assert optimizer.use_ema and optimizer.ema_momentum == 0.99
 
 
@@ -338,13 +339,13 @@ def test_learning_rate_decays_as_slim():
         end_learning_rate=0.01,
     )
     # decay_steps = 1000 * 2 / 100 = 20.
-    exponential = _configure.learning_rate("exponential", 0.1, **common)
+    exponential = _optimization.learning_rate("exponential", 0.1, **common)
     assert float(exponential(19)) == pytest.approx(0.1)
     assert float(exponential(20)) == pytest.approx(0.05)  # staircase
-    polynomial = _configure.learning_rate("polynomial", 0.1, **common)
+    polynomial = _optimization.learning_rate("polynomial", 0.1, **common)
     assert float(polynomial(10)) == pytest.approx(0.055)
     assert float(polynomial(40)) == pytest.approx(0.01)
-    assert _configure.learning_rate("fixed", 0.1, **common) == 0.1
+    assert _optimization.learning_rate("fixed", 0.1, **common) == 0.1
 
 
 def test_decay_steps_per_replica_as_inception_computes_them():
@@ -358,13 +359,13 @@ def test_decay_steps_per_replica_as_inception_computes_them():
         decay_factor=0.94,
         end_learning_rate=0.0001,
     )
-    schedule = _configure.learning_rate(
+    schedule = _optimization.learning_rate(
         "exponential", 0.045, replicas_to_aggregate=50, **imagenet
     )
     assert schedule.decay_steps == 1601
     assert float(schedule(1600)) == pytest.approx(0.045)
     assert float(schedule(1601)) == pytest.approx(0.045 * 0.94)
-    one = _configure.learning_rate("exponential", 0.045, **imagenet)
+    one = _optimization.learning_rate("exponential", 0.045, **imagenet)
     assert one.decay_steps == 80072  # int(1281167 * 2.0 / 32), TF-Slim's
 
 
@@ -418,7 +419,7 @@ def test_worker_replicas_flags_make_multi_worker_replicas(tmp_path):
 
 
 def test_digits_split_is_stratified_and_relabelled():
-    (x, y), (x_test, y_test) = _digits.load([5, 6, 7, 8, 9])
+    (x, y), (x_test, y_test) = digits.load([5, 6, 7, 8, 9])
     assert x.shape[1:] == (8, 8, 1) and x.dtype == np.float32
     assert set(y) == set(y_test) == {0, 1, 2, 3, 4}
     fraction = len(y_test) / (len(y) + len(y_test))
@@ -461,7 +462,7 @@ def test_on_a_local_cluster(tmp_path, cluster_flags, train_flags, strategy):
             "--",
             sys.executable,
             "-m",
-            "keras_slim.train_image_classifier",
+            "keras_slim.image.train_image_classifier",
             "--train_dir",
             str(tmp_path),
             "--max_number_of_steps",
@@ -543,7 +544,7 @@ def _digits_model(strategy, synchronized):
         keras.utils.set_random_seed(0)
         inputs = keras.Input((8, 8, 1))
         model = keras_slim.SlimModel(
-            inputs, _digits.network(10, synchronized=synchronized)(inputs)
+            inputs, digits_cnn.network(10, synchronized=synchronized)(inputs)
         )
         model.compile(
             optimizer=keras.optimizers.SGD(0.1),
@@ -554,7 +555,7 @@ def _digits_model(strategy, synchronized):
 
 def test_the_network_on_clones_trains_like_one_device(mirrored):
     # Synchronized batch norm: 4 clones see the global batch's statistics.
-    (x, y), _ = _digits.load(list(range(10)))
+    (x, y), _ = digits.load(list(range(10)))
     x, y = x[:256], y[:256]
 
     def trained(strategy, synchronized):

@@ -5,9 +5,9 @@ The same flags, names and defaults as TF-Slim's script (plus
 gradient policy, and `--labels` to train on some digits). The data is
 scikit-learn's 8x8 digits, shipped with the package, or a user's images
 (`--dataset_dir`: a folder of class subfolders, or TF-Slim's TFRecord
-shards; `keras_slim.image_data`); the network a small CNN with batch norm
+shards; `keras_slim.image.datasets`); the network a small CNN with batch norm
 (`conv1`, `conv2`, `logits`) or a Keras Applications net
-(`--model_name`, `keras_slim.nets`). It trains with `keras_slim.train`
+(`--model_name`, `keras_slim.image.nets`). It trains with `keras_slim.train`
 under the strategy of a `keras_slim.DeploymentConfig`, then prints the
 held-out accuracy and how to open TensorBoard; `keras-slim-eval`
 evaluates the checkpoints.
@@ -26,9 +26,7 @@ Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 
 import argparse
 import logging
-import math
 import os
-import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -37,63 +35,19 @@ import keras  # noqa: E402
 
 import keras_slim  # noqa: E402
 from keras_slim import _checkpoint_readers  # noqa: E402
-from keras_slim import _configure  # noqa: E402
-from keras_slim import _image_task  # noqa: E402
 from keras_slim import _validation  # noqa: E402
-from keras_slim import eval_image_classifier  # noqa: E402
-from keras_slim import nets  # noqa: E402
 from keras_slim.callbacks import StepCallback  # noqa: E402
 from keras_slim.callbacks import WarmStart  # noqa: E402
 from keras_slim.callbacks._files import check_writable  # noqa: E402
 from keras_slim.deployment import read_tf_config  # noqa: E402
 from keras_slim.errors import PREEMPTED_EXIT_CODE  # noqa: E402
+from keras_slim.image import _flags  # noqa: E402
+from keras_slim.image import _optimization  # noqa: E402
+from keras_slim.image import _task  # noqa: E402
+from keras_slim.image import eval_image_classifier  # noqa: E402
+from keras_slim.image import nets  # noqa: E402
 
 _LOG = logging.getLogger("keras_slim")
-
-
-# The flag types both commands share (`keras_slim/_image_task.py`).
-_positive_int = _image_task.positive_int
-_non_negative_int = _image_task.non_negative_int
-_finite_float = _image_task.finite_float
-_positive_float = _image_task.positive_float
-_fraction = _image_task.fraction
-_non_negative_float = _image_task.non_negative_float
-
-
-def _scopes(text):
-    """`a,b/c` -> ['a', 'b/c'] (slim's comma-separated scopes)."""
-    scopes = [s.strip() for s in text.split(",") if s.strip()]
-    for scope in scopes:
-        try:
-            re.compile(scope)
-        except re.error as error:
-            raise argparse.ArgumentTypeError(
-                f"invalid pattern {scope!r}: {error}"
-            ) from None
-    return scopes
-
-
-def _multipliers(text):
-    """`pattern=value,...` -> {pattern: value}."""
-    multipliers = {}
-    for item in _scopes(text):
-        pattern, sep, value = item.rpartition("=")
-        try:
-            multipliers[pattern] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not pattern:
-            raise argparse.ArgumentTypeError(
-                f"expected pattern=value, got {item!r}"
-            )
-        if not math.isfinite(multipliers[pattern]):
-            # As GradientPolicy: NaN and inf are errors, negatives follow
-            # TF-Slim (allowed).
-            raise argparse.ArgumentTypeError(
-                f"the multiplier of {pattern!r} must be a finite number, "
-                f"got {value!r}"
-            )
-    return multipliers
 
 
 def parser():
@@ -109,258 +63,13 @@ def parser():
         default="/tmp/tfmodel/",
         help="Directory where checkpoints and event logs are written to.",
     )
-    # Deployment (model_deploy).
-    add(
-        "--num_clones",
-        type=_positive_int,
-        default=1,
-        help="Number of model clones to deploy.",
-    )
-    add(
-        "--clone_on_cpu",
-        action="store_true",
-        help="Use CPUs to deploy clones (logical CPU devices).",
-    )
-    add(
-        "--worker_replicas",
-        type=_positive_int,
-        default=1,
-        help="Number of worker replicas.",
-    )
-    add(
-        "--sync_replicas",
-        action="store_true",
-        help="Whether or not to synchronize the replicas during training. "
-        "With --num_ps_tasks: each step averages the first "
-        "--replicas_to_aggregate of --worker_replicas gradients and drops "
-        "stale ones (SyncReplicasOptimizer); without parameter servers the "
-        "replicas are always synchronous (MultiWorkerMirroredStrategy).",
-    )
-    add(
-        "--replicas_to_aggregate",
-        type=_positive_int,
-        default=None,
-        help="The number of gradients to collect before updating params; "
-        "the learning rate's decay steps are divided by it (default: "
-        "--worker_replicas). Below --worker_replicas the others are backup "
-        "workers (needs --num_ps_tasks and --sync_replicas).",
-    )
-    add(
-        "--num_ps_tasks",
-        type=_non_negative_int,
-        default=0,
-        help="The number of parameter servers. If the value is 0, then the "
-        "parameters are handled locally by the worker.",
-    )
-    add(
-        "--task",
-        type=_non_negative_int,
-        default=None,
-        help="Task id of the replica running the training (default: the "
-        "index in TF_CONFIG, else 0).",
-    )
-    # Training services (slim.learning.train).
-    add(
-        "--max_number_of_steps",
-        type=_positive_int,
-        default=None,
-        help="The maximum number of training steps.",
-    )
-    add(
-        "--batch_size",
-        type=_positive_int,
-        default=32,
-        help="The number of samples in each batch (per clone).",
-    )
-    add(
-        "--log_every_n_steps",
-        type=_positive_int,
-        default=10,
-        help="The frequency with which logs are printed.",
-    )
-    add(
-        "--save_summaries_secs",
-        type=_positive_float,
-        default=600,
-        help="The frequency with which summaries are saved, in seconds.",
-    )
-    add(
-        "--save_summaries_steps",
-        type=_positive_int,
-        default=None,
-        help="Also save summaries every this many steps.",
-    )
-    add(
-        "--summarize_variables",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="Histograms of the variables in the summaries.",
-    )
-    add(
-        "--summarize_activations",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="Histograms and sparsity of each layer's output (a "
-        "conditional branch in the step; default: on, except for "
-        "synchronous steps over parameter servers, whose batches stay on "
-        "the workers).",
-    )
-    add(
-        "--summarize_gradients",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="Histograms and norms of the gradients after the policy (a "
-        "conditional branch in the step).",
-    )
-    add(
-        "--save_interval_secs",
-        type=_positive_float,
-        default=600,
-        help="The frequency with which the model is saved, in seconds.",
-    )
-    add(
-        "--trace_every_n_steps",
-        type=_positive_int,
-        default=None,
-        help="Trace the steps beginning at multiples of this (Chrome "
-        "traces and TensorBoard profiles in --train_dir).",
-    )
-    add(
-        "--keep_checkpoint_max",
-        type=_non_negative_int,
-        default=5,
-        help="Recent checkpoints to keep; 0 keeps every one.",
-    )
-    add(
-        "--keep_checkpoint_every_n_hours",
-        type=_positive_float,
-        default=None,
-        help="Also keep one checkpoint every this many hours.",
-    )
-    # Optimization.
-    add(
-        "--optimizer",
-        choices=_configure.OPTIMIZERS,
-        default="rmsprop",
-        help="The name of the optimizer.",
-    )
-    add(
-        "--learning_rate",
-        type=_positive_float,
-        default=0.01,
-        help="Initial learning rate.",
-    )
-    add(
-        "--learning_rate_decay_type",
-        choices=_configure.DECAY_TYPES,
-        default="exponential",
-        help="Specifies how the learning rate is decayed.",
-    )
-    add(
-        "--num_epochs_per_decay",
-        type=_positive_float,
-        default=2.0,
-        help="Number of epochs after which learning rate decays.",
-    )
-    add(
-        "--learning_rate_decay_factor",
-        type=_positive_float,
-        default=0.94,
-        help="Learning rate decay factor.",
-    )
-    add(
-        "--end_learning_rate",
-        type=_non_negative_float,
-        default=0.0001,
-        help="The minimal end learning rate used by a polynomial decay "
-        "learning rate.",
-    )
-    add(
-        "--opt_epsilon",
-        type=_positive_float,
-        default=1.0,
-        help="Epsilon term for the optimizer.",
-    )
-    add(
-        "--momentum",
-        type=_fraction,
-        default=0.9,
-        help="The momentum for the MomentumOptimizer and RMSPropOptimizer.",
-    )
-    add(
-        "--label_smoothing",
-        type=_fraction,
-        default=0.0,
-        help="The amount of label smoothing.",
-    )
-    add(
-        "--moving_average_decay",
-        type=_fraction,
-        default=None,
-        help="The decay to use for the moving average. If left as None, "
-        "then moving averages are not used.",
-    )
-    add(
-        "--weight_decay",
-        type=_non_negative_float,
-        default=0.00004,
-        help="The weight decay on the model weights.",
-    )
-    # Fine-tuning (variables_helper, WarmStart).
-    add(
-        "--checkpoint_path",
-        default=None,
-        help="The path to a checkpoint from which to fine-tune: a "
-        "keras_slim or TF2 checkpoint, a Keras .weights.h5 file, or a "
-        "TF-Slim checkpoint (mobilenet_v2's names are mapped).",
-    )
-    add(
-        "--checkpoint_exclude_scopes",
-        type=_scopes,
-        default=[],
-        help="Comma-separated list of scopes of variables to exclude when "
-        "restoring from a checkpoint (prefixes of the model's variable "
-        "paths, e.g. logits).",
-    )
-    add(
-        "--trainable_scopes",
-        type=_scopes,
-        default=None,
-        help="Comma-separated list of scopes to filter the set of "
-        "variables to train. By default, None would train all the "
-        "variables.",
-    )
-    add(
-        "--ignore_missing_vars",
-        action="store_true",
-        help="When restoring a checkpoint would ignore missing variables.",
-    )
-    # The gradient policy.
-    add(
-        "--gradient_multipliers",
-        type=_multipliers,
-        default={},
-        help="pattern=value,...: multiply the gradients of the variables "
-        "whose paths match (object_detection's multiply_gradients_"
-        "matching_regex).",
-    )
-    add(
-        "--freeze",
-        type=_scopes,
-        default=[],
-        help="Comma-separated scopes whose variables are not trained "
-        "(freeze_gradients_matching_regex).",
-    )
-    add(
-        "--clip_gradient_norm",
-        type=_positive_float,
-        default=None,
-        help="Clip each gradient to this norm (create_train_op's "
-        "clip_gradient_norm).",
-    )
-    # The network and the data.
-    _image_task.add_model_flags(add, image_size_flag="--train_image_size")
-    _image_task.add_data_flags(add)
+    _flags.add_deployment_flags(add)
+    _flags.add_services_flags(add)
+    _flags.add_optimization_flags(add)
+    _flags.add_fine_tuning_flags(add)
+    _flags.add_policy_flags(add)
+    _flags.add_model_flags(add, image_size_flag="--train_image_size")
+    _flags.add_data_flags(add)
     return p
 
 
@@ -469,7 +178,7 @@ def _build(flags, task):
         gradient_policy=_policy(flags),
     )
     num_samples = task.num_samples
-    rate = _configure.learning_rate(
+    rate = _optimization.learning_rate(
         flags.learning_rate_decay_type,
         flags.learning_rate,
         num_samples_per_epoch=num_samples,
@@ -480,7 +189,7 @@ def _build(flags, task):
         replicas_to_aggregate=flags.replicas_to_aggregate,
     )
     model.compile(
-        optimizer=_configure.optimizer(
+        optimizer=_optimization.optimizer(
             flags.optimizer,
             rate,
             epsilon=flags.opt_epsilon,
@@ -557,7 +266,7 @@ def run(flags):
     _LOG.info("%s", config.describe())
     clones = flags.num_clones if flags.num_ps_tasks else None
     replicas = clones or strategy.num_replicas_in_sync
-    train = _image_task.task(
+    train = _task.task(
         flags,
         split="train",
         batch_size=flags.batch_size * replicas,
@@ -600,7 +309,7 @@ def run(flags):
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return PREEMPTED_EXIT_CODE
     if config.is_chief:
-        held_out = _image_task.task(
+        held_out = _task.task(
             flags,
             split="validation",
             batch_size=100,
@@ -623,7 +332,7 @@ def main(argv=None):
     p = parser()
     flags = p.parse_args(argv)
     _check(p, flags)
-    _image_task.check_flags(p, flags, "--train_image_size")
+    _flags.check_flags(p, flags, "--train_image_size")
     _configure_logging()
     try:
         return run(flags)

@@ -1,11 +1,11 @@
-"""Writing images in the formats `keras_slim.image_data` reads.
+"""Writing images in the layouts `keras_slim.image.datasets` reads.
 
 TF-Slim's `download_and_convert_data.py` wrote TFRecord shards of
 `tf.train.Example`s (`image/encoded`, `image/format`,
 `image/class/label`) and a `labels.txt`; a folder of class subfolders is
 what `keras.utils.image_dataset_from_directory` lists. `write_tfrecords`
 and `write_image_folder` make either from arrays, for trying the commands
-and for tests; `keras_slim.image_data` re-exports them.
+and for tests.
 """
 
 import math
@@ -21,9 +21,9 @@ IMAGE_FORMATS = ("png", "jpeg")
 LABELS_FILENAME = "labels.txt"
 
 # TF-Slim's record keys.
-_ENCODED = "image/encoded"
-_FORMAT = "image/format"
-_LABEL = "image/class/label"
+ENCODED = "image/encoded"
+FORMAT = "image/format"
+LABEL = "image/class/label"
 
 
 def write_tfrecords(
@@ -135,11 +135,11 @@ def _example(image, label, encode, image_format):
         return tf.train.Feature(**kind)
 
     features = {
-        _ENCODED: feature(bytes_list=tf.train.BytesList(value=[encode(image)])),
-        _FORMAT: feature(
+        ENCODED: feature(bytes_list=tf.train.BytesList(value=[encode(image)])),
+        FORMAT: feature(
             bytes_list=tf.train.BytesList(value=[image_format.encode()])
         ),
-        _LABEL: feature(int64_list=tf.train.Int64List(value=[label])),
+        LABEL: feature(int64_list=tf.train.Int64List(value=[label])),
         "image/height": feature(
             int64_list=tf.train.Int64List(value=[image.shape[0]])
         ),

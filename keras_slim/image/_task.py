@@ -1,0 +1,141 @@
+"""What `keras-slim-train` and `keras-slim-eval` work on: the network and
+the dataset their flags choose.
+
+TF-Slim's train_image_classifier.py and eval_image_classifier.py took the
+same `--model_name`, `--dataset_name`, `--dataset_dir` and
+`--preprocessing_name`, and built the network and the input the same way
+(nets_factory, dataset_factory, preprocessing_factory); the two commands
+here do the same through this module:
+
+- the network: `keras_slim.image.nets` (`digits_cnn`, Keras
+  Applications);
+- the data: scikit-learn's bundled digits (`--dataset_name digits`, no
+  `--dataset_dir`), or a user's images (`keras_slim.image.datasets`: a
+  folder of class subfolders, or TF-Slim's TFRecord shards), preprocessed
+  by `keras_slim.image.preprocessing`.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from keras_slim.image import datasets
+from keras_slim.image import nets
+from keras_slim.image.datasets import digits
+
+
+@dataclasses.dataclass
+class Task:
+    """The network and the data one command works on.
+
+    Attributes:
+        model_name: The network's name.
+        image_size: The side of the square images it takes.
+        preprocessing_name: The preprocessing applied to the images.
+        num_classes: How many classes.
+        num_samples: The examples of the split.
+        make_dataset: `(input_context or None) -> tf.data.Dataset` of
+            `(images, one-hot labels)` batches.
+        channels: The images' channels.
+    """
+
+    model_name: str
+    image_size: int
+    preprocessing_name: str
+    num_classes: int
+    num_samples: int
+    make_dataset: object
+    channels: int
+
+
+def _digits_images(image_size, channels):
+    """Digits (8x8x1 in [0, 1]) as a network of another size takes them."""
+
+    def convert(images, labels):
+        if image_size != 8:
+            images = tf.image.resize(images, (image_size, image_size))
+        if channels == 3:
+            images = tf.image.grayscale_to_rgb(images)
+        return images, labels
+
+    return convert
+
+
+def task(flags, *, split, batch_size, image_size, is_training):
+    """The `Task` of the flags for one split.
+
+    Args:
+        flags: The parsed flags (`model_name`, `dataset_name`,
+            `dataset_dir`, `labels`, `preprocessing_name`).
+        split: `"train"` or `"validation"`.
+        batch_size: The (global) batch size.
+        image_size: The image size flag's value, or `None`.
+        is_training: Whether the data is shuffled, repeated and augmented.
+
+    Returns:
+        A `Task`.
+
+    Raises:
+        ValueError: for a dataset directory that cannot be read (the
+            message names the file).
+    """
+    model_name = flags.model_name
+    size = image_size or nets.default_image_size(model_name)
+    prep = flags.preprocessing_name or nets.preprocessing_name(model_name)
+    if flags.dataset_dir is None:
+        labels = flags.labels or list(range(10))
+        train, test = digits.load(flags.labels)
+        x, y = train if split == "train" else test
+        channels = 1 if model_name == "digits_cnn" else 3
+        convert = _digits_images(size, channels)
+        if is_training:
+            make = digits.dataset_fn(x, y, batch_size, len(labels))
+        else:
+
+            def make(input_context=None):
+                data = tf.data.Dataset.from_tensor_slices(
+                    (x, tf.one_hot(y, len(labels)))
+                )
+                return data.batch(batch_size)
+
+        def make_converted(input_context=None):
+            return make(input_context).map(convert)
+
+        return Task(
+            model_name,
+            size,
+            prep,
+            len(labels),
+            len(x),
+            make_converted,
+            channels,
+        )
+
+    def load(seed=0):
+        return datasets.load(
+            flags.dataset_dir,
+            split,
+            image_size=size,
+            batch_size=batch_size,
+            is_training=is_training,
+            preprocessing_name=prep,
+            seed=seed,
+        )
+
+    loaded = load()  # checks the files before any step
+
+    def make_images(input_context=None):
+        if input_context is None:
+            return loaded.dataset
+        # Each input pipeline (a worker) shuffles with its own seed.
+        return load(input_context.input_pipeline_id).dataset
+
+    return Task(
+        model_name,
+        size,
+        prep,
+        loaded.num_classes,
+        loaded.num_samples,
+        make_images,
+        loaded.channels,
+    )

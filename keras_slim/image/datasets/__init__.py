@@ -1,0 +1,31 @@
+"""TF-Slim's datasets: `dataset_factory`, one reader per layout, writers.
+
+`datasets.load(dataset_dir, split, ...)` reads the images of one split
+(TF-Slim's TFRecord shards, or a folder of class subfolders) into a
+`tf.data` pipeline; `write_tfrecords` and `write_image_folder` write
+either from arrays; `digits` is the bundled 8x8 digits.
+"""
+
+from keras_slim.image.datasets.dataset_factory import CHANNELS
+from keras_slim.image.datasets.dataset_factory import FORMATS
+from keras_slim.image.datasets.dataset_factory import ImageData
+from keras_slim.image.datasets.dataset_factory import load
+from keras_slim.image.datasets.folders import IMAGE_EXTENSIONS
+from keras_slim.image.datasets.writers import IMAGE_FORMATS
+from keras_slim.image.datasets.writers import LABELS_FILENAME
+from keras_slim.image.datasets.writers import SPLITS
+from keras_slim.image.datasets.writers import write_image_folder
+from keras_slim.image.datasets.writers import write_tfrecords
+
+__all__ = [
+    "CHANNELS",
+    "FORMATS",
+    "IMAGE_EXTENSIONS",
+    "IMAGE_FORMATS",
+    "ImageData",
+    "LABELS_FILENAME",
+    "SPLITS",
+    "load",
+    "write_image_folder",
+    "write_tfrecords",
+]

@@ -1,0 +1,75 @@
+"""What every layout's reader shares: the decode, preprocess and batch of
+`(encoded image, label)` elements, and the checks on classes.
+"""
+
+import tensorflow as tf
+
+#: The channels images are decoded to.
+CHANNELS = 3
+
+
+def listing(directory, limit=10):
+    """Up to `limit` entries of `directory`, for an error message."""
+    names = sorted(tf.io.gfile.listdir(directory))
+    if not names:
+        return "an empty directory"
+    shown = ", ".join(repr(n) for n in names[:limit])
+    more = f", ... ({len(names)} entries)" if len(names) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def at_least_two_classes(class_names, where):
+    """Raises unless there are at least 2 classes (`where`: their source)."""
+    if len(class_names) < 2:
+        raise ValueError(
+            f"Found {len(class_names)} class{'es' if not class_names else ''} "
+            f"in {where}: {class_names}. "
+            "Expected at least 2 classes to classify."
+        )
+
+
+class Pipeline:
+    """The steps both formats share, from encoded images and int labels."""
+
+    def __init__(self, preprocess, num_classes, batch_size, is_training, seed):
+        self.preprocess = preprocess
+        self.num_classes = num_classes
+        self.batch_size = batch_size
+        self.is_training = is_training
+        self.seed = seed
+
+    def shuffle(self, data, buffer_size):
+        """Shuffles and repeats in training; one pass otherwise."""
+        if not self.is_training:
+            return data
+        data = data.shuffle(
+            buffer_size, seed=self.seed, reshuffle_each_iteration=True
+        )
+        return data.repeat()
+
+    def finish(self, data, fetch):
+        """Elements -> batches of `(images, one_hot)`.
+
+        `fetch(element)` returns `(encoded image, label)`: it runs in the
+        parallel map, as reading a file or parsing a record should.
+        """
+
+        def element(index, source):
+            encoded, label = fetch(source)
+            image = tf.io.decode_image(
+                encoded, channels=CHANNELS, expand_animations=False
+            )
+            seed = tf.stack([tf.constant(self.seed, tf.int64), index])
+            return self.preprocess(image, seed=seed), label
+
+        def one_hot(images, labels):
+            return images, tf.one_hot(labels, self.num_classes, dtype="float32")
+
+        # Index the elements after the repeat: each epoch's crops differ.
+        data = data.enumerate().map(
+            element, num_parallel_calls=tf.data.AUTOTUNE
+        )
+        data = data.batch(self.batch_size, drop_remainder=self.is_training)
+        # One op per batch, not per image.
+        data = data.map(one_hot, num_parallel_calls=tf.data.AUTOTUNE)
+        return data.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,253 @@
+"""TF-Slim's `dataset_factory`: a split of images as a tf.data pipeline.
+
+Import it as `from keras_slim.image import datasets`.
+
+`load(dataset_dir, split, ...)` finds the images of one split in one of
+two formats, detected from what `dataset_dir` holds:
+
+- **TFRecord, TF-Slim's format** (`"tfrecord"`): shards named
+  `<name>_<split>_*.tfrecord` (TF-Slim's `flowers_train_00000-of-00005`),
+  each record a `tf.train.Example` with `image/encoded` (JPEG or PNG
+  bytes), `image/format` (`b"jpeg"` or `b"png"`) and `image/class/label`
+  (int64); `image/height` and `image/width` may be there and are not
+  read. A `labels.txt` beside the shards (TF-Slim's
+  `dataset_utils.write_label_file`, lines `0:daisy`) names the classes;
+  without it, the classes are numbered 0 to the largest label found.
+  Shards are read with `tf.data.Dataset.list_files` and
+  `tf.data.TFRecordDataset` (interleaved, up to 4 at a time), records
+  parsed with `tf.io.parse_single_example`.
+- **A folder of class subfolders** (`"folder"`): `dataset_dir/<class>/`
+  holding `.jpg`, `.jpeg`, `.png`, `.bmp` or `.gif` files (subfolders
+  below a class count as that class). Keras's
+  `keras.utils.image_dataset_from_directory` lists the files and the
+  class names (the sorted subfolder names); it decodes nothing here;
+  the split is Keras's `validation_split`: the files in its seeded
+  shuffled order, the last `validation_fraction` of them for
+  `"validation"`, so the same `seed` gives Keras's `subset="validation"`.
+  When `dataset_dir/train` and `dataset_dir/validation` both exist, they
+  are the splits instead, each a folder of class subfolders.
+
+Both formats then share one path: `tf.io.decode_image` (3 channels),
+`keras_slim.image.preprocessing` (TF-Slim's preprocessing_factory, random crops
+in training), one-hot labels, batches, prefetch. Training data is
+shuffled (files, then records or paths; reshuffled each epoch, seeded),
+repeated and batched with `drop_remainder=True`; eval data is one pass in
+a fixed order (a folder's files sorted by path; shards interleaved
+deterministically) with the last, smaller batch kept. Each element's
+random crop and flip are seeded with `[seed, its index in the stream]`,
+so epochs differ.
+
+What `load` checks before it returns, so before a training step: the
+directory, the format, at least 2 classes, the first record of each
+shard (parsed and its image decoded), the framing and labels of every
+record (counting the records reads every shard once, parsing only the
+labels: as long as reading the bytes, minutes for ImageNet's 140 GB),
+the first image of each class folder. An
+image that cannot be decoded deeper in a shard or a folder is not
+checked: reading it fails with TensorFlow's `InvalidArgumentError`; it
+is never dropped silently.
+
+`write_tfrecords` and `write_image_folder` write a dataset in either
+format from numpy images: the way to make one for trying the command.
+"""
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from keras_slim import _validation
+from keras_slim.image import preprocessing
+from keras_slim.image.datasets import _pipeline
+from keras_slim.image.datasets import folders
+from keras_slim.image.datasets import tfrecords
+from keras_slim.image.datasets.folders import IMAGE_EXTENSIONS
+from keras_slim.image.datasets.writers import IMAGE_FORMATS
+from keras_slim.image.datasets.writers import LABELS_FILENAME
+from keras_slim.image.datasets.writers import SPLITS
+
+__all__ = [
+    "CHANNELS",
+    "FORMATS",
+    "IMAGE_EXTENSIONS",
+    "IMAGE_FORMATS",
+    "ImageData",
+    "LABELS_FILENAME",
+    "SPLITS",
+    "load",
+]
+
+FORMATS = ("folder", "tfrecord")
+CHANNELS = _pipeline.CHANNELS
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageData:
+    """The images of one split, as `load` returns them.
+
+    Attributes:
+        dataset: A `tf.data.Dataset` of `(images, labels)`: float32
+            `[batch, image_size, image_size, 3]` and one-hot float32
+            `[batch, num_classes]`.
+        num_samples: Integer: the images in the split (one epoch).
+        num_classes: Integer: the width of the one-hot labels.
+        class_names: The class of each label, a list of str; `None` for
+            TFRecords without `labels.txt`.
+        format: `"folder"` or `"tfrecord"`.
+        channels: Integer: the channels of the images (3).
+        files: Tuple of str: the shards (TFRecord) or image files (folder)
+            of the split, in the order eval reads them.
+
+    Example:
+    ```python
+    data = datasets.load("/tmp/flowers", "train", image_size=224,
+                           batch_size=32, is_training=True,
+                           preprocessing_name="inception")
+    model.fit(data.dataset, steps_per_epoch=data.num_samples // 32)
+    ```
+    """
+
+    dataset: tf.data.Dataset
+    num_samples: int
+    num_classes: int
+    class_names: list | None
+    format: str
+    channels: int
+    files: tuple
+
+
+def load(
+    dataset_dir,
+    split,
+    *,
+    image_size,
+    batch_size,
+    is_training,
+    preprocessing_name,
+    seed=0,
+    validation_fraction=0.2,
+):
+    """Reads the images of `split` from `dataset_dir` into a tf.data pipeline.
+
+    See the module's docstring for the two formats and what is checked.
+
+    Args:
+        dataset_dir: Path of TF-Slim TFRecord shards with `labels.txt`, or
+            of class subfolders (or of `train/` and `validation/`, each of
+            class subfolders).
+        split: `"train"` or `"validation"`.
+        image_size: Positive integer: the side of the square images.
+        batch_size: Positive integer.
+        is_training: Boolean. `True`: shuffled, repeated, batches of
+            exactly `batch_size`, augmented; `False`: one pass in order,
+            the last batch smaller.
+        preprocessing_name: One of `preprocessing.PREPROCESSING`.
+        seed: Integer: the seed of the shuffles, random crops and flips,
+            and of a folder's train/validation split. Defaults to `0`.
+        validation_fraction: Float in (0, 1): the part of a folder's files
+            that is `"validation"` (not used for TFRecords or `train/` and
+            `validation/` subfolders). Defaults to `0.2`.
+
+    Returns:
+        An `ImageData`.
+
+    Raises:
+        ValueError: for a bad argument; when `dataset_dir` is not a
+            directory, holds neither shards of the split nor class
+            subfolders with images, or fewer than 2 classes; for a shard
+            that is not a TFRecord file, whose first record is not a
+            TF-Slim `tf.train.Example` (or its image cannot be decoded), a
+            record without a label or with a label outside the classes, a
+            malformed `labels.txt`; for a class's first image file that
+            cannot be decoded, `train/` and `validation/` subfolders with
+            different classes, a `validation_fraction` that leaves no
+            validation image; when `batch_size` is larger than the images
+            of a training split.
+
+    Example:
+    ```python
+    data = datasets.load("/tmp/flowers", "validation", image_size=224,
+                           batch_size=100, is_training=False,
+                           preprocessing_name="inception")
+    model.evaluate(data.dataset)
+    ```
+    """
+    dataset_dir = _validation.path("dataset_dir", dataset_dir)
+    _check_arguments(split, batch_size, seed, validation_fraction)
+    preprocess = preprocessing.get_preprocessing(
+        preprocessing_name, is_training=is_training, image_size=image_size
+    )
+    if not tf.io.gfile.isdir(dataset_dir):
+        what = "does not exist"
+        if tf.io.gfile.exists(dataset_dir):
+            what = "is not a directory"
+        raise ValueError(
+            "Invalid value for argument `dataset_dir`. Received: "
+            f"dataset_dir={dataset_dir!r}, which {what}. Expected a "
+            "directory of TFRecord shards or of class subfolders."
+        )
+    source = _find(dataset_dir, split, int(seed), validation_fraction)
+    if is_training and batch_size > source.num_samples:
+        raise ValueError(
+            f"Invalid value for argument `batch_size`. Received: "
+            f"batch_size={batch_size}, larger than the {source.num_samples} "
+            f"images of split {split!r} in {dataset_dir!r}. Expected at "
+            f"most {source.num_samples} (training drops the last, smaller "
+            "batch)."
+        )
+    pipeline = _pipeline.Pipeline(
+        preprocess=preprocess,
+        num_classes=source.num_classes,
+        batch_size=int(batch_size),
+        is_training=is_training,
+        seed=int(seed),
+    )
+    return ImageData(
+        dataset=source.dataset(pipeline),
+        num_samples=source.num_samples,
+        num_classes=source.num_classes,
+        class_names=source.class_names,
+        format=source.format,
+        channels=CHANNELS,
+        files=tuple(source.files),
+    )
+
+
+def _check_arguments(split, batch_size, seed, validation_fraction):
+    if split not in SPLITS:
+        raise _validation.invalid("split", split, "'train' or 'validation'")
+    _validation.positive_int("batch_size", batch_size)
+    if not _validation.is_int(seed) or seed < 0:
+        raise _validation.invalid("seed", seed, "a non-negative integer")
+    if not isinstance(validation_fraction, float) or not (
+        0.0 < validation_fraction < 1.0
+    ):
+        raise _validation.invalid(
+            "validation_fraction", validation_fraction, "a float in (0, 1)"
+        )
+
+
+def _find(dataset_dir, split, seed, validation_fraction):
+    """The split's source in `dataset_dir`: shards first, then folders."""
+    pattern = os.path.join(dataset_dir, f"*_{split}_*.tfrecord")
+    shards = sorted(tf.io.gfile.glob(pattern))
+    if shards:
+        return tfrecords.TFRecordSource(dataset_dir, pattern, shards)
+    train = os.path.join(dataset_dir, "train")
+    validation = os.path.join(dataset_dir, "validation")
+    if tf.io.gfile.isdir(train) and tf.io.gfile.isdir(validation):
+        return folders.FolderSource.of_split_folders(
+            train, validation, split, seed
+        )
+    if folders.class_folders(dataset_dir):
+        return folders.FolderSource.of_fraction(
+            dataset_dir, split, seed, validation_fraction
+        )
+    raise ValueError(
+        f"No images of split {split!r} found in {dataset_dir!r}. Looked for "
+        f"TFRecord shards matching {pattern!r} and for class subfolders "
+        f"holding images ({', '.join(IMAGE_EXTENSIONS)}); found "
+        f"{_pipeline.listing(dataset_dir)}. Expected TF-Slim's shards or "
+        "`<dataset_dir>/<class>/<image>` files (`keras_slim.image.datasets."
+        "write_tfrecords` and `write_image_folder` write either)."
+    )
