@@ -8,17 +8,22 @@ image classification app (the two commands, nets, datasets,
 preprocessing) is `keras_slim.image`, built on this library.
 """
 
-from keras_slim import callbacks
-from keras_slim import checkpoints
-from keras_slim import gradients
-from keras_slim import training_state
-from keras_slim.deployment import DeploymentConfig
-from keras_slim.errors import NanLossDuringTrainingError
-from keras_slim.errors import TrainingPreemptedError
-from keras_slim.learning import train
-from keras_slim.model import SlimModel
-from keras_slim.model import wrap
-from keras_slim.policy import GradientPolicy
+from keras_slim import _startup
+
+# Before TensorFlow loads (the imports below load it): see _startup.py.
+_startup.quiet_tensorflow_for_commands()
+
+from keras_slim import callbacks  # noqa: E402
+from keras_slim import checkpoints  # noqa: E402
+from keras_slim import gradients  # noqa: E402
+from keras_slim import training_state  # noqa: E402
+from keras_slim.deployment import DeploymentConfig  # noqa: E402
+from keras_slim.errors import NanLossDuringTrainingError  # noqa: E402
+from keras_slim.errors import TrainingPreemptedError  # noqa: E402
+from keras_slim.learning import train  # noqa: E402
+from keras_slim.model import SlimModel  # noqa: E402
+from keras_slim.model import wrap  # noqa: E402
+from keras_slim.policy import GradientPolicy  # noqa: E402
 
 __version__ = "0.1.0"
 

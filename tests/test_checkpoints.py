@@ -122,31 +122,35 @@ def test_assign_from_a_tf2_checkpoint_by_path(tmp_path, source):
     files.assert_values(model, files.values_of(source))
 
 
-def test_assign_from_checkpoint_lists_every_missing_key_and_assigns_none(tf1):
-    prefix, _ = tf1
-    model = fresh()
-    before = files.values_of(model)
+def _missing_keys(model):
     fc1 = model.get_layer("fc1")
     var_map = {
         "MLP/fc1/weights": fc1.kernel,
         "MLP/fc1/nope": fc1.bias,
         "nope2": model.get_layer("logits").bias,
     }
-    with pytest.raises(ValueError, match=r"\['MLP/fc1/nope', 'nope2'\]"):
-        checkpoints.assign_from_checkpoint(var_map, prefix)
-    files.assert_values(model, before)
+    return var_map, r"\['MLP/fc1/nope', 'nope2'\]"
 
 
-def test_assign_from_checkpoint_names_a_shape_mismatch(tf1):
-    prefix, _ = tf1
-    model = fresh(classes=5)
-    before = files.values_of(model)
-    logits = model.get_layer("logits")
+def _a_shape_mismatch(model):
     var_map = {
-        "MLP/logits/weights": logits.kernel,
+        "MLP/logits/weights": model.get_layer("logits").kernel,
         "MLP/fc1/biases": model.get_layer("fc1").bias,
     }
-    with pytest.raises(ValueError, match=r"MLP/logits/weights: checkpoint"):
+    return var_map, r"MLP/logits/weights: checkpoint"
+
+
+@pytest.mark.parametrize(
+    "case, classes", [(_missing_keys, 3), (_a_shape_mismatch, 5)]
+)
+def test_assign_from_checkpoint_names_every_bad_key_and_assigns_none(
+    tf1, case, classes
+):
+    prefix, _ = tf1
+    model = fresh(classes=classes)
+    before = files.values_of(model)
+    var_map, expected = case(model)
+    with pytest.raises(ValueError, match=expected):
         checkpoints.assign_from_checkpoint(var_map, prefix)
     files.assert_values(model, before)
 

@@ -231,23 +231,6 @@ def test_nan_gradient_under_xla_names_the_gradient():
     assert max_abs_diff(weights(model), before) == 0.0
 
 
-def test_xla_skips_nonfinite_steps_when_not_raising():
-    x, y = _nan_data()
-    model = compile_model(mlp(), keras.optimizers.Adam(0.01), jit_compile=True)
-    reference = compile_model(
-        mlp(), keras.optimizers.Adam(0.01), jit_compile=True
-    )
-    reference.fit(x[:64], y[:64], batch_size=32, shuffle=False, verbose=0)
-    reference.optimizer.iterations.assign_add(1)
-    reference.fit(x[96:], y[96:], batch_size=32, shuffle=False, verbose=0)
-    with _run.start(model) as run:
-        run.raise_on_nonfinite = False
-        model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
-        assert run.skipped_steps.read() == (1, 3, 3)
-    assert int(model.optimizer.iterations.numpy()) == 4
-    assert max_abs_diff(weights(model), weights(reference)) < 1e-6
-
-
 def test_xla_with_the_check_trains_like_without_xla():
     x, y = classification_data(128)
     policy = keras_slim.GradientPolicy(
@@ -468,11 +451,18 @@ def test_subclassed_model_built_on_first_trace():
     assert model._policy_plan.multipliers == (None, None, 2.0, 2.0)
 
 
-def test_nonfinite_step_skipped_silently_when_not_raising():
-    """The mode keras_slim.train(fail_on_nan_loss=False) builds on."""
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_nonfinite_step_skipped_silently_when_not_raising(jit_compile):
+    """The mode keras_slim.train(fail_on_nan_loss=False) builds on, with
+    and without XLA."""
     x, y = _nan_data()
-    model = compile_model(mlp(), keras.optimizers.Adam(0.01))
-    reference = compile_model(mlp(), keras.optimizers.Adam(0.01))
+
+    def build():
+        return compile_model(
+            mlp(), keras.optimizers.Adam(0.01), jit_compile=jit_compile
+        )
+
+    model, reference = build(), build()
     # The batch holding the NaN row is a step that updates nothing but
     # the step count.
     reference.fit(x[:64], y[:64], batch_size=32, shuffle=False, verbose=0)
@@ -481,5 +471,6 @@ def test_nonfinite_step_skipped_silently_when_not_raising():
     with _run.start(model) as run:
         run.raise_on_nonfinite = False
         model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
+        assert run.skipped_steps.read() == (1, 3, 3)
     assert int(model.optimizer.iterations.numpy()) == 4
     assert max_abs_diff(weights(model), weights(reference)) < 1e-6

@@ -403,6 +403,23 @@ def add_policy_flags(add):
     )
 
 
+def add_logging_flags(add):
+    """Adds `--verbosity` (absl's flag, as TF-Slim's scripts had it).
+
+    Args:
+        add: The parser's `add_argument`.
+    """
+    add(
+        "-v",
+        "--verbosity",
+        type=int,
+        default=0,
+        help="Logging verbosity: 0 prints the command's lines and "
+        "TensorFlow's warnings and errors; 1 adds TensorFlow's info lines "
+        "and deprecation notices.",
+    )
+
+
 def add_model_flags(add, *, image_size_flag):
     """Adds `--model_name`, the image size flag and `--preprocessing_name`.
 

@@ -27,15 +27,14 @@ import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import tensorflow as tf
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_slim import training_state  # noqa: E402
-from keras_slim.image import _flags  # noqa: E402
-from keras_slim.image import _task  # noqa: E402
-from keras_slim.image import nets  # noqa: E402
+from keras_slim import training_state
+from keras_slim.image import _console
+from keras_slim.image import _flags
+from keras_slim.image import _task
+from keras_slim.image import nets
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -102,6 +101,7 @@ def parser():
     )
     _flags.add_model_flags(add, image_size_flag="--eval_image_size")
     _flags.add_data_flags(add)
+    _flags.add_logging_flags(add)
     return p
 
 
@@ -254,7 +254,7 @@ def main(argv=None):
             f"argument --checkpoint_path: {flags.checkpoint_path!r} is "
             "neither a directory nor a checkpoint prefix"
         )
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    _console.configure(flags.verbosity)
     try:
         return run(flags)
     except (ValueError, FileNotFoundError) as error:

@@ -26,26 +26,24 @@ Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 
 import argparse
 import logging
-import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
 
-import keras  # noqa: E402
-
-import keras_slim  # noqa: E402
-from keras_slim import _checkpoint_readers  # noqa: E402
-from keras_slim import _validation  # noqa: E402
-from keras_slim.callbacks import StepCallback  # noqa: E402
-from keras_slim.callbacks import WarmStart  # noqa: E402
-from keras_slim.callbacks._files import check_writable  # noqa: E402
-from keras_slim.deployment import read_tf_config  # noqa: E402
-from keras_slim.errors import PREEMPTED_EXIT_CODE  # noqa: E402
-from keras_slim.image import _flags  # noqa: E402
-from keras_slim.image import _optimization  # noqa: E402
-from keras_slim.image import _task  # noqa: E402
-from keras_slim.image import eval_image_classifier  # noqa: E402
-from keras_slim.image import nets  # noqa: E402
+import keras_slim
+from keras_slim import _checkpoint_readers
+from keras_slim import _validation
+from keras_slim.callbacks import StepCallback
+from keras_slim.callbacks import WarmStart
+from keras_slim.callbacks._files import check_writable
+from keras_slim.deployment import read_tf_config
+from keras_slim.errors import PREEMPTED_EXIT_CODE
+from keras_slim.image import _console
+from keras_slim.image import _flags
+from keras_slim.image import _optimization
+from keras_slim.image import _task
+from keras_slim.image import eval_image_classifier
+from keras_slim.image import nets
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -70,6 +68,7 @@ def parser():
     _flags.add_policy_flags(add)
     _flags.add_model_flags(add, image_size_flag="--train_image_size")
     _flags.add_data_flags(add)
+    _flags.add_logging_flags(add)
     return p
 
 
@@ -221,14 +220,6 @@ class _Progress(StepCallback):
         self.bar.update(self.counter.step, values=values)
 
 
-def _configure_logging():
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    _LOG.handlers[:] = [handler]
-    _LOG.setLevel(logging.INFO)
-    _LOG.propagate = False
-
-
 def _held_out(model, flags, task):
     """The accuracy on the held-out split, printed at the end of training."""
     if flags.moving_average_decay:
@@ -333,7 +324,7 @@ def main(argv=None):
     flags = p.parse_args(argv)
     _check(p, flags)
     _flags.check_flags(p, flags, "--train_image_size")
-    _configure_logging()
+    _console.configure(flags.verbosity)
     try:
         return run(flags)
     except (ValueError, FileNotFoundError) as error:

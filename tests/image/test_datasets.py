@@ -287,74 +287,128 @@ def test_no_images_lists_what_was_looked_for(tmp_path):
     assert "['empty_class', 'notes.txt']" in message
 
 
-def test_one_class_folder(tmp_path, images):
-    datasets.write_image_folder(
-        images[0][:4], [0] * 4, tmp_path, class_names=["only"]
-    )
-    with pytest.raises(ValueError, match=r"Found 1 class in .*\['only'\]"):
-        _load(tmp_path)
-
-
-def test_one_class_tfrecord(tmp_path, images):
+def _garbage_shard(directory, images):
     datasets.write_tfrecords(
-        images[0][:4], [0] * 4, tmp_path, name="one", split="train", shards=1
+        *images, directory, name="toy", split="train", shards=2
     )
-    with pytest.raises(ValueError, match="Found 1 class in"):
-        _load(tmp_path)
-
-
-def test_garbage_shard_is_named(tmp_path, images):
-    datasets.write_tfrecords(
-        *images, tmp_path, name="toy", split="train", shards=2
-    )
-    bad = tmp_path / "toy_train_00002-of-00003.tfrecord"
+    bad = directory / "toy_train_00002-of-00003.tfrecord"
     bad.write_bytes(b"not a tfrecord file at all" * 10)
-    with pytest.raises(ValueError, match=f"shard '{bad}' could not be read"):
-        _load(tmp_path)
+    return f"shard '{bad}' could not be read"
 
 
-def test_record_that_is_not_an_example_is_named(tmp_path):
-    path = tmp_path / "toy_train_00000-of-00001.tfrecord"
+def _not_an_example(directory, images):
+    path = directory / "toy_train_00000-of-00001.tfrecord"
     with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(b"\xff\x00garbage")
-    with pytest.raises(
-        ValueError,
-        match=f"first record of the TFRecord shard '{path}' is not a "
-        "tf.train.Example. Expected a tf.train.Example with `image/encoded`",
-    ):
-        _load(tmp_path)
-
-
-def test_example_without_label_is_named(tmp_path, images):
-    path = tmp_path / "toy_train_00000-of-00001.tfrecord"
-    encoded = tf.io.encode_png(images[0][0]).numpy()
-    example = tf.train.Example(
-        features=tf.train.Features(
-            feature={
-                "image/encoded": tf.train.Feature(
-                    bytes_list=tf.train.BytesList(value=[encoded])
-                )
-            }
-        )
+    return (
+        f"first record of the TFRecord shard '{path}' is not a "
+        "tf.train.Example. Expected a tf.train.Example with `image/encoded`"
     )
+
+
+def _no_label(directory, images):
+    path = directory / "toy_train_00000-of-00001.tfrecord"
+    encoded = tf.io.encode_png(images[0][0]).numpy()
+    feature = {
+        "image/encoded": tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[encoded])
+        )
+    }
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
     with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(example.SerializeToString())
-    with pytest.raises(
-        ValueError,
-        match=f"shard '{path}' is a tf.train.Example with features "
-        r"\[image/encoded \(bytes_list\)\]. Expected",
-    ):
-        _load(tmp_path)
-
-
-def test_label_outside_labels_txt(tmp_path, images):
-    datasets.write_tfrecords(
-        *images, tmp_path, name="toy", split="train", shards=1
+    return (
+        f"shard '{path}' is a tf.train.Example with features "
+        r"\[image/encoded \(bytes_list\)\]. Expected"
     )
-    (tmp_path / "labels.txt").write_text("0:a\n1:b\n")
-    with pytest.raises(
-        ValueError, match="holds labels from 0 to 2, but .*names 2 classes"
-    ):
+
+
+def _label_outside_labels_txt(directory, images):
+    datasets.write_tfrecords(
+        *images, directory, name="toy", split="train", shards=1
+    )
+    (directory / "labels.txt").write_text("0:a\n1:b\n")
+    return "holds labels from 0 to 2, but .*names 2 classes"
+
+
+def _undecodable_first_image(directory, images):
+    path = _one_shard(directory, images)
+    _rewrite_record(path, 0, encoded=b"bad")
+    return (
+        f"image of the first record of the TFRecord shard '{path}' could "
+        "not be decoded"
+    )
+
+
+def _negative_label(directory, images):
+    path = _one_shard(directory, images)
+    _rewrite_record(path, 1, label=-1)
+    return (
+        f"shard '{path}' holds labels from -1 to 2, but the shards of .* "
+        "have 3 classes"
+    )
+
+
+def _labels_txt_without_colon(directory, images):
+    _one_shard(directory, images)
+    (directory / "labels.txt").write_text("0:a\nb\n")
+    return f"Invalid line in '{directory / 'labels.txt'}': 'b'"
+
+
+def _labels_txt_with_a_gap(directory, images):
+    _one_shard(directory, images)
+    (directory / "labels.txt").write_text("0:a\n2:b\n")
+    return r"labels in .* are \[0, 2\]"
+
+
+def _empty_shards(directory, images):
+    with tf.io.TFRecordWriter(str(directory / "t_train_0-of-1.tfrecord")):
+        pass
+    return "hold no records"
+
+
+def _undecodable_image_file(directory, images):
+    datasets.write_image_folder(*images, directory, class_names=CLASS_NAMES)
+    bad = directory / "green" / "00000_bad.png"
+    bad.write_bytes(b"garbage, not a png")
+    return f"image file '{bad}' could not be decoded"
+
+
+def _one_class_folder(directory, images):
+    datasets.write_image_folder(
+        images[0][:4], [0] * 4, directory, class_names=["only"]
+    )
+    return r"Found 1 class in .*\['only'\]"
+
+
+def _one_class_tfrecord(directory, images):
+    datasets.write_tfrecords(
+        images[0][:4], [0] * 4, directory, name="one", split="train", shards=1
+    )
+    return "Found 1 class in"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _garbage_shard,
+        _not_an_example,
+        _no_label,
+        _label_outside_labels_txt,
+        _undecodable_first_image,
+        _negative_label,
+        _labels_txt_without_colon,
+        _labels_txt_with_a_gap,
+        _empty_shards,
+        _undecodable_image_file,
+        _one_class_folder,
+        _one_class_tfrecord,
+    ],
+    ids=lambda damage: damage.__name__.lstrip("_"),
+)
+def test_a_damaged_dataset_is_named_before_any_step(tmp_path, images, damage):
+    expected = damage(tmp_path, images)
+    with pytest.raises(ValueError, match=expected):
         _load(tmp_path)
 
 
@@ -391,58 +445,6 @@ def test_corrupt_image_deeper_in_a_shard_fails_at_read_time(tmp_path, images):
     assert data.num_samples == 4
     with pytest.raises(tf.errors.InvalidArgumentError):
         list(data.dataset)
-
-
-def test_undecodable_image_in_first_record_is_named(tmp_path, images):
-    path = _one_shard(tmp_path, images)
-    _rewrite_record(path, 0, encoded=b"bad")
-    with pytest.raises(
-        ValueError,
-        match=f"image of the first record of the TFRecord shard '{path}' "
-        "could not be decoded",
-    ):
-        _load(tmp_path)
-
-
-def test_negative_label_is_named(tmp_path, images):
-    path = _one_shard(tmp_path, images)
-    _rewrite_record(path, 1, label=-1)
-    with pytest.raises(
-        ValueError,
-        match=f"shard '{path}' holds labels from -1 to 2, but the shards "
-        "of .* have 3 classes",
-    ):
-        _load(tmp_path)
-
-
-def test_bad_labels_txt_is_named(tmp_path, images):
-    _one_shard(tmp_path, images)
-    (tmp_path / "labels.txt").write_text("0:a\nb\n")
-    with pytest.raises(
-        ValueError,
-        match=f"Invalid line in '{tmp_path / 'labels.txt'}': 'b'",
-    ):
-        _load(tmp_path)
-    (tmp_path / "labels.txt").write_text("0:a\n2:b\n")
-    with pytest.raises(ValueError, match=r"labels in .* are \[0, 2\]"):
-        _load(tmp_path)
-
-
-def test_empty_shards(tmp_path):
-    with tf.io.TFRecordWriter(str(tmp_path / "t_train_0-of-1.tfrecord")):
-        pass
-    with pytest.raises(ValueError, match="hold no records"):
-        _load(tmp_path)
-
-
-def test_undecodable_image_file_is_named(tmp_path, images):
-    datasets.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
-    bad = tmp_path / "green" / "00000_bad.png"
-    bad.write_bytes(b"garbage, not a png")
-    with pytest.raises(
-        ValueError, match=f"image file '{bad}' could not be decoded"
-    ):
-        _load(tmp_path)
 
 
 def test_different_classes_in_train_and_validation(tmp_path, images):

@@ -1,0 +1,88 @@
+"""TensorFlow's C++ log level, for a process that runs a keras_slim command.
+
+TensorFlow reads `TF_CPP_MIN_LOG_LEVEL` once, when it loads: its C++ info
+lines (`cpu_feature_guard.cc`, oneDNN's `port.cc`, the profiler's
+`profiler_session.cc`) can only be silenced before that. A command's own
+code runs after the package it lives in, which loads TensorFlow; so the
+package, which runs first, looks here whether this process is one of
+keras_slim's commands (`keras-slim-train`, `keras-slim-eval`, or `python
+-m keras_slim.image.<command>`) and, if so, sets that level from the
+command's `--verbosity` (absl's: 0, the default, keeps TensorFlow's
+warnings and errors; 1 or more shows its info lines too), unless
+`TF_CPP_MIN_LOG_LEVEL` is already set. A program that imports keras_slim
+is left alone.
+"""
+
+import os
+import sys
+
+#: The console scripts and modules of keras_slim's commands.
+COMMANDS = {
+    "keras-slim-train": "keras_slim.image.train_image_classifier",
+    "keras-slim-eval": "keras_slim.image.eval_image_classifier",
+}
+
+
+def command_arguments(argv):
+    """The arguments of a keras_slim command in a process's command line.
+
+    Args:
+        argv: The process's full command line (`sys.orig_argv`: the
+            interpreter first).
+
+    Returns:
+        The command's arguments (a list), or `None` when the process runs
+        no keras_slim command.
+    """
+    modules = set(COMMANDS.values())
+    for i, word in enumerate(argv):
+        if os.path.basename(word) in COMMANDS:
+            return list(argv[i + 1 :])
+        if word == "-m" and i + 1 < len(argv) and argv[i + 1] in modules:
+            return list(argv[i + 2 :])
+    return None
+
+
+def verbosity(arguments):
+    """The value of `--verbosity` (absl's, also `-v`) in `arguments`, or 0.
+
+    Args:
+        arguments: A command's arguments.
+
+    Returns:
+        An int; 0 when absent or not an integer (the flag's parser then
+        says so).
+    """
+    for i, word in enumerate(arguments):
+        for name in ("--verbosity", "-v"):
+            if word == name and i + 1 < len(arguments):
+                value = arguments[i + 1]
+            elif word.startswith(name + "="):
+                value = word[len(name) + 1 :]
+            else:
+                continue
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def tf_cpp_min_log_level(level):
+    """TensorFlow's C++ log level for a command's `--verbosity`.
+
+    Args:
+        level: The `--verbosity`.
+
+    Returns:
+        `"0"` (info lines too) from 1 on, else `"1"` (warnings and errors).
+    """
+    return "0" if level >= 1 else "1"
+
+
+def quiet_tensorflow_for_commands():
+    """Sets `TF_CPP_MIN_LOG_LEVEL` in a keras_slim command's process."""
+    arguments = command_arguments(getattr(sys, "orig_argv", sys.argv))
+    if arguments is not None:
+        level = tf_cpp_min_log_level(verbosity(arguments))
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", level)
