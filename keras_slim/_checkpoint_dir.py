@@ -58,10 +58,8 @@ def _state_paths(directory):
         return None
     if state is None:
         return None
-    return [
-        p if os.path.isabs(p) else os.path.join(directory, p)
-        for p in state.all_model_checkpoint_paths
-    ]
+    # Already joined to `directory` where relative (TensorFlow does it).
+    return list(state.all_model_checkpoint_paths)
 
 
 def _move_aside(path):

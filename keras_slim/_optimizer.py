@@ -1,32 +1,14 @@
 """Applying already-summed gradients through a Keras 3 optimizer.
 
-Keras 3's TensorFlow optimizer sums gradients across replicas inside
-`apply()` (`TFOptimizer._all_reduce_sum_gradients`) and has no flag to skip
-it. `SlimModel` sums once itself, runs the gradient policy on the sum, and
-then applies through the optimizer with that all-reduce switched off. The
-switch is an instance attribute consulted only while `presummed()` is
-active, so the optimizer behaves as usual everywhere else.
-
-A step whose loss or gradient is not finite (`numeric_check`) is skipped
-as Keras's own `LossScaleOptimizer._tf_apply` skips one: a `cond` in
-cross-replica context (`merge_call`), because a `cond` in replica context
-cannot hold the `merge_call` that `apply()` makes under `MirroredStrategy`.
-A skipped step is still a step: its branch advances `iterations` (and
-records the step in the run's `SkippedSteps`), so step counts, stops and
-intervals stay exact.
-
-Under XLA (`jit_compile=True`) an `Assert` op is compiled away, so a step
-that must fail cannot fail inside the compiled step. There the step's
-check is *deferred* (`StepOptions.defer_check`, `keras_slim/_fit/
-step_options.py`): the compiled step applies nothing
-and leaves `iterations` alone when the verdict is false, and returns the
-verdict (`VERDICT`: the finite flag, the loss, the squared gradient norm)
-with its logs; `fail_on_verdict`, in the uncompiled function that calls
-it, asserts on it before the next step, with the same message as the
-in-step check. The skip mode needs no assertion and is the same `cond`
-either way.
-
-The internals this needs are in `keras_slim/_keras.py`.
+Keras 3's optimizer sums gradients across replicas inside `apply()`;
+`SlimModel` sums once itself, runs the policy on the sum, then applies
+with that sum switched off (`presummed`). The step is gated on a finite
+loss and gradient (`numeric_check`, `apply_gradients`): a failing step
+asserts, or is skipped as Keras's `LossScaleOptimizer` skips one (still
+advancing `iterations`); under XLA the check is deferred to the loop
+around the compiled step (`verdict`, `fail_on_verdict`). docs/design.md
+("The train step", "The numeric check and XLA") says why; the internals
+used are in `keras_slim/_keras.py`.
 """
 
 import contextlib

@@ -1,20 +1,13 @@
 """Workers agree to stop: a signal to one worker stops all at one step.
 
-Under `MultiWorkerMirroredStrategy`, a preempted worker must not stop
-alone: the others would wait for it in their next all-reduce until the
-collective times out, and their checkpoints would be of other steps. So
-`Checkpoints` asks a `StopAgreement`, at the end of each call of the
-train function, whether any worker was signalled; all workers get the same
-answer at the same call, from one all-reduce of a small vector.
-
-An all-reduce costs about 2.4 ms on loopback, a third of a small model's
-step, so the workers do not agree at every call: during the first
-`calibration_calls` calls they do, while timing the calls; then, from the
-mean call time of all workers (itself all-reduced, so every worker gets
-the same figure), they agree every `n` calls, `n` chosen so that `n`
-calls last about `interval_secs`. A signal then stops every worker within
-about `interval_secs` plus the call in flight (cloud preemption notices
-give 30 s or more).
+Under `MultiWorkerMirroredStrategy` a preempted worker must not stop
+alone (the others would wait for it in their next all-reduce). So
+`Checkpoints` asks a `StopAgreement`, at the end of each call of the train
+function, whether any worker was signalled; every worker gets the same
+answer at the same call, from one all-reduce of a small vector, made at
+every call while timing the first ones, then about every `interval_secs`
+(an all-reduce costs a share of a small model's step:
+docs/benchmarks.md, "Resume and reliability").
 """
 
 import math

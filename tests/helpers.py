@@ -27,24 +27,30 @@ def mlp(
     features=8,
     classes=3,
     regularizer=None,
+    activation="tanh",
+    dropout=None,
     name="mlp",
 ):
-    """A 2-layer MLP with fixed initial weights (layers fc1, logits)."""
+    """A 2-layer MLP with fixed initial weights (layers fc1, logits, and
+    `drop` between them with `dropout`); the model of the tests and of the
+    scripts they run in subprocesses (tests/scripts/)."""
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((features,))
     hidden = keras.layers.Dense(
-        16, activation="tanh", name="fc1", kernel_regularizer=regularizer
+        16, activation=activation, name="fc1", kernel_regularizer=regularizer
     )(inputs)
+    if dropout:
+        hidden = keras.layers.Dropout(dropout, name="drop")(hidden)
     outputs = keras.layers.Dense(classes, name="logits")(hidden)
     kwargs = {} if cls is keras.Model else {"gradient_policy": policy}
     return cls(inputs, outputs, name=name, **kwargs)
 
 
 def compile_model(model, optimizer=None, **kwargs):
+    kwargs.setdefault("metrics", ["accuracy"])
     model.compile(
         optimizer=optimizer or keras.optimizers.SGD(0.5, momentum=0.9),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
         **kwargs,
     )
     return model

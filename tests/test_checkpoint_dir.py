@@ -65,6 +65,26 @@ def test_a_damaged_state_file_restores_the_newest_file(
     assert _checkpoint_dir._state_paths(str(tmp_path))[-1].endswith("-35")
 
 
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_sound_directory_is_resumed_from_as_it_is(
+    relative, tmp_path, caplog, monkeypatch
+):
+    """An intact state file is left alone, the directory given absolute or
+    relative to the working directory (as `make demo` gives it)."""
+    directory = tmp_path / "run"
+    if relative:
+        monkeypatch.chdir(tmp_path)
+        directory = directory.relative_to(tmp_path)
+    trained(directory)
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    _, saver = rerun(directory)
+    assert saver.restored_path == str(directory / "model.ckpt-30")
+    assert not caplog.records, caplog.text
+    assert [p.name for p in (tmp_path / "run").glob("checkpoint*")] == [
+        "checkpoint"
+    ]
+
+
 def test_a_leftover_temp_directory_is_removed(tmp_path):
     trained(tmp_path)
     temp = tmp_path / "model.ckpt-40_temp"

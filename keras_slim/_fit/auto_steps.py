@@ -1,32 +1,11 @@
-"""Choosing `steps_per_execution` for `SlimModel.fit` when left to it.
+"""Choosing `steps_per_execution` for a `SlimModel.fit` left to choose it.
 
-Keras's `fit` costs about a millisecond of host work per call of the
-train function (the loop, the callbacks, the logs); on small models that
-is most of a step. Several steps per call remove it, but change what
-batch-level callbacks see. So a `SlimModel` compiled without
-`steps_per_execution` picks one for each `fit`:
-
-- 1 when a callback acts on batches and is not one of keras_slim's step
-  callbacks (those count global steps, whatever runs per call), or when
-  the strategy is multi-worker, or parameter-server with synchronous
-  steps;
-- 1 for a dataset of unknown length (its end must end a call);
-- else the largest count up to `MAX_STEPS` that divides every step a
-  callback must see exactly (the step-based intervals of `Checkpoints`
-  and `Summaries`, `StopAtStep`'s target and the step it starts from, any
-  step `Trace` traces, which forces 1), the model's global step when `fit`
-  begins, and the epoch's length, so each of them still falls on the end
-  of a call. Losses of single steps (`LogEveryNSteps`, the last step's
-  loss of `train`) constrain nothing: a `SlimModel` records each step's
-  loss in the call (`keras_slim/_fit/loops.py`).
-
-Under `ParameterServerStrategy` (asynchronous steps) the count is the
-steps of one scheduled call on a worker, chosen by the same rule, with two
-differences: scheduled calls record no single step's loss, so
-`LogEveryNSteps`'s interval is a constraint; and a call holds at most
-`steps_per_epoch / workers` steps, so every worker gets a call in each
-epoch. One call per step costs a round trip from the coordinator to a
-worker per step, most of a small model's step (bench/ps_throughput.py).
+With `compile(steps_per_execution="auto")`, each `fit` runs the largest
+number of steps per call of the train function, up to `MAX_STEPS`, that
+ends a call on every global step a callback must see (`step_multiples`),
+or one step per call where a callback acts on batches without saying
+which. docs/design.md ("Steps per call, chosen per fit") gives the rule,
+with its parameter-server variant.
 """
 
 import math

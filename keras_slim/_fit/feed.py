@@ -1,33 +1,12 @@
 """The data feed of one `fit`: what Keras iterates, what the loop reads.
 
-Every `SlimModel.fit` has a feed, held by its run (`Run.feed`), chosen by
-`make`:
-
-- a `HostFeed` for a `tf.data.Dataset` or arrays, under the default
-  strategy or `MirroredStrategy`: the run reads the data itself, from a
-  host iterator it owns, and Keras's epoch loop iterates a stand-in of
-  the same length and structure (zeros it never reads) to count steps and
-  epochs. Owning the iterator is what makes the input position part of
-  every checkpoint (`state`: the iterator through TensorFlow's iterator
-  checkpointing, with its shuffle buffers and reshuffle seeds, Keras's
-  epoch and the step in it), and what a resumed run restores. Arrays are
-  read through a `tf.data` pipeline of their own (a seeded shuffle of
-  indices per epoch, then a gather), so they resume exactly too. Under
-  `MirroredStrategy` the loop splits each global batch across the
-  replicas as `tf.distribute` does (`split_across_replicas`).
-- a `Feed` otherwise (Python generators, `PyDataset`s, distributed
-  datasets, `class_weight`, `validation_split`, `run_eagerly`,
-  multi-worker and parameter-server strategies): Keras iterates the data
-  as given and the train function reads Keras's iterators. Its position
-  cannot be saved; a resumed run skips the batches already consumed in
-  the epoch (`resume_skips`).
-
-A new host pass starts whenever Keras hands the train function an
-iterator it has not seen (Keras makes one per pass over the data).
-
-Blocks of batches (one read of the data for the batches of several
-steps) are `keras_slim/_fit/blocks.py`; the split of a global batch across
-replicas, `keras_slim/_fit/replicas.py`.
+`make` picks the feed of a `SlimModel.fit`, which its run holds
+(`Run.feed`): a `HostFeed`, whose host iterator the run owns (datasets
+and arrays under the default and mirrored strategies: the input position
+is then part of every checkpoint, and Keras iterates a stand-in of the
+data's length), or a `Feed`, where Keras iterates the data as given (a
+resumed run skips what the interrupted epoch consumed). docs/design.md
+("Training services") says which inputs get which, and why.
 """
 
 import logging

@@ -1,40 +1,14 @@
 """The multi-step loop: several train steps in one call, one loop body.
 
-One call of the train function runs up to `steps` train steps. The loop
-is written once (`run_steps`) and fed by a *source* of batches:
-
-- `IteratorSource`: a `tf.data` or distributed iterator, read one batch
-  ahead (`get_next_as_optional`), so the end of the data ends the loop
-  and no batch is lost;
-- `BlockSource`: a block of batches read with one `get_next`
-  (`keras_slim/_fit/feed.py`), sliced in the graph;
-- `ScheduledSource`: the per-worker iterator of a step scheduled on a
-  parameter-server worker, with a step count fixed when it is traced.
-
-Why not Keras's own loop, under `MirroredStrategy`: Keras 3.15 wraps each
-step's `strategy.run` in a `tf.cond` (`has_next`), and a step that makes a
-`merge_call` (every optimizer update does) fails with "You must feed a
-value for placeholder tensor 'while/cond/Placeholder'"
-(keras-team/keras#19246) with the collective all-reduce TensorFlow uses by
-default (keras_slim's own CPU clones reduce on one device, where it
-happens to work; a user's strategy may not). Here the first step runs
-unconditionally and the others in a `tf.while_loop` whose condition, not
-a `cond`, checks for more data, as tf_keras did.
-
-Under `MultiWorkerMirroredStrategy` Keras reduces the step's scalar
-metric results with `strategy.reduce("MEAN", v, axis=0)`, which fails on
-a scalar ('Invalid reduction dimension 0 for input with 0 dimensions',
-tensorflow#72388): `reduce_step_outputs` reduces scalars with
-`axis=None`.
-
-Each step's loss: TF-Slim logged and returned the loss of single steps,
-but a call of several steps gives Keras only the last step's logs, which
-hold the epoch's running mean. So the loop reads the loss tracker's
-`total` and `count` (the `Mean` named "loss") before the first step and
-after each one, in the graph (`Records`), and the call leaves them in the
-run (`Run.records`), a `(steps + 1, 2)` tensor: the difference of two rows
-is one step's loss sum and batch size. They reach the host only when a
-callback reads them (`keras_slim.callbacks.StepLoss`).
+`run_steps` runs up to `steps` train steps on a *source* of batches (a
+`tf.data` or distributed iterator, a block of batches, or a worker's
+scheduled iterator), the first one unconditionally and the others in a
+`tf.while_loop` (Keras 3.15's own loop fails under `MirroredStrategy`),
+and records each step's loss-tracker state (`Records`), which the call
+leaves in the run for the callbacks that log single steps.
+`multi_step_functions` and `scheduled_steps_function` make the compiled
+functions of the train function and of parameter-server workers.
+docs/design.md ("Private Keras internals", "Steps per call") says why.
 """
 
 import keras

@@ -1,32 +1,12 @@
 """`SlimModel.fit` under `ParameterServerStrategy`, which Keras 3 lacks.
 
-Keras 3's `fit` cannot run under a `ParameterServerStrategy` (the dataset
-must go through `ClusterCoordinator.create_per_worker_dataset`, and the
-train function cannot be scheduled; keras-team/keras#18624). This module
-is the loop tf_keras had, on a `tf.distribute.coordinator.
-ClusterCoordinator`:
-
-- the model, the optimizer's slots and the metrics are built in the
-  strategy's scope before the first step, so they live on the parameter
-  servers (built while tracing, slots land on the coordinator);
-- each batch schedules one `tf.function` of `steps_per_execution` train
-  steps (the `SlimModel` train step, with its gradient policy) on a free
-  worker; the coordinator reschedules the steps of a worker it loses;
-- `assign_add` is atomic on the model's, the optimizer's and the metrics'
-  variables: Keras 3's `Variable.assign_add` is `assign(self + value)`,
-  which concurrent workers interleave, losing global-step and metric
-  updates (`keras_slim._keras.make_assign_add_atomic`);
-- a lost worker's scheduled call runs again on another worker (TF's
-  coordinator runs closures at least once), so steps the dead worker had
-  already applied count twice: at most `steps_per_execution` per loss;
-- callbacks run on the coordinator; one that reads the global step or the
-  loss first waits for the steps in flight (`Run.settle`); `history`
-  holds the metrics read after each epoch's `join`;
-- the coordinator waits for lost workers to come back (up to an hour, in
-  TensorFlow), so its `join` hangs when every worker is gone. keras_slim's
-  waits poll instead (`WorkerWatch`): when no worker has answered a TCP
-  connection for `KERAS_SLIM_WORKER_TIMEOUT_SECS` seconds (default 300),
-  `fit` fails with an error naming the lost workers.
+tf_keras's kind of loop on a `ClusterCoordinator`: state built on the
+parameter servers before the first step, one scheduled call of
+`steps_per_execution` steps per batch, atomic `assign_add`, callbacks on
+the coordinator, every wait bounded by a `WorkerWatch` when workers are
+lost (`KERAS_SLIM_WORKER_TIMEOUT_SECS`). With synchronous settings on the
+strategy, the steps are `sync_replicas.SyncSteps`. docs/design.md
+("Private Keras internals") gives the details.
 """
 
 import contextlib

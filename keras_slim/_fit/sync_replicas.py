@@ -1,35 +1,13 @@
 """Synchronous steps over parameter servers, with backup workers.
 
 TF1's `SyncReplicasOptimizer(opt, replicas_to_aggregate=R,
-total_num_replicas=N)`, on a `ClusterCoordinator`: each step, `N`
-gradient computations are in flight on the workers (a worker may run
-several, as a fast worker took several tokens in TF1); the first `R` that
-were computed on the current variables are averaged, the gradient policy
-runs on the average and the optimizer applies it, once, and the global
-step advances by one. A gradient computed on variables that have moved
-since (a backup, or a straggler that came back) is *stale* and dropped,
-as the accumulators dropped gradients of an older `local_step`.
-
-How a gradient is known to be fresh: the coordinator tags each
-computation with the step it was scheduled at, and schedules the next
-step's computations only after the apply finished. A computation tagged
-with the current step whose result arrived before the apply was issued
-read the current variables; one that arrives later is stale, whatever
-it read. So the test is made on the coordinator, with no global-step
-read in the graph.
-
-Where the work runs: `SlimModel.gradient_step` (forward, loss, metrics)
-on any free worker; the result comes back to the coordinator, which
-averages the `R` fresh ones (NumPy) and runs `SlimModel.apply_step` (NaN
-gate, policy, optimizer) itself, so the update goes straight to the
-parameter servers and no straggler can hold it (a call scheduled on a
-worker may land on the slow one). Gradients cross the network twice per
-step (worker to coordinator, coordinator to the parameter servers), as
-TF1's did through its accumulators on the parameter servers.
-
-Every wait is bounded: results are fetched by threads into a queue that
-the coordinator polls, checking the `WorkerWatch` between polls, so the
-loss of every worker fails `fit` with their names.
+total_num_replicas=N)` on a `ClusterCoordinator`: `N` gradient
+computations in flight (`SlimModel.gradient_step` on any worker), the
+first `R` fresh ones averaged on the coordinator, which applies them
+(`SlimModel.apply_step`); stale ones, computed on variables that moved
+since, are dropped. Freshness is decided on the coordinator by the step a
+computation was scheduled at, and every wait is bounded. docs/design.md
+("Synchronous steps with backup workers") gives the details.
 """
 
 import logging

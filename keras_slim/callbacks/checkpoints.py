@@ -178,7 +178,11 @@ class Checkpoints(StepCallback):
         if self.restore:
             self.restored_path = self._restore(data)
             if self.restored_path:
-                logger.info("Restored %s", self.restored_path)
+                logger.info(
+                    "Resumed from %s (global step %d).",
+                    self.restored_path,
+                    self.counter.sync(),
+                )
         self._checkpoint = training_state.training_checkpoint(
             self.model, data=data
         )

@@ -21,7 +21,10 @@ class StepCallback(RunCallback):
 
     From `on_train_begin` on, `self.run` is a `RunView` of the `fit`
     call's run (whether this process is the chief, the checkpoint a run
-    resumed from) and `self.counter` a `StepCounter`. Override
+    resumed from) and `self.counter` a `StepCounter`; from
+    `on_train_batch_begin` on, `self.no_step` says whether the call runs
+    no step (a run at its `StopAtStep` target, or a resumed run catching
+    up with Keras's count of its epoch). Override
     `step_multiples` to tell a `SlimModel` which global steps must end a
     call of its train function.
 
@@ -47,7 +50,8 @@ class StepCallback(RunCallback):
         super().on_train_begin(logs)
         self.run = RunView(self._run)
         self.counter = StepCounter(self.run)
-        self.runs_no_step = False
+        #: Whether the current call of the train function runs no step.
+        self.no_step = False
 
     def on_first_batch(self, step):
         """Called when the first batch of a `fit` call begins.
@@ -78,10 +82,10 @@ class StepCallback(RunCallback):
         # before its first batch; a resumed run catches up with Keras's
         # count of its epoch: such a batch runs no step.
         stopped = bool(getattr(self.model, "stop_training", False))
-        self.runs_no_step = stopped or self._run.no_step
+        self.no_step = stopped or self._run.no_step
 
     def on_train_batch_end(self, batch, logs=None):
-        if not self.runs_no_step:
+        if not self.no_step:
             self.counter.advance(self._batch_begin, batch)
 
     def on_epoch_end(self, epoch, logs=None):

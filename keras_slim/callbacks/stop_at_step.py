@@ -69,20 +69,20 @@ class StopAtStep(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self.target = None
-        self._no_step = False
+        self._at_target_already = False
 
     def on_first_batch(self, step):
         self.target = (
             step + self.num_steps if self.num_steps else self.last_step
         )
         if step >= self.target:
-            self._no_step = True
+            self._at_target_already = True
             self._run.no_step = True
             self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        if self._no_step:
+        if self._at_target_already:
             return
         # The count may run ahead of the optimizer (a skipped step): read it.
         if (

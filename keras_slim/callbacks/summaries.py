@@ -202,7 +202,7 @@ class Summaries(StepCallback):
 
     def on_train_batch_begin(self, batch, logs=None):
         super().on_train_batch_begin(batch, logs)
-        if self.runs_no_step:
+        if self.no_step:
             return
         next_step = self.next_step
         if self._chief and (self._first or self._trigger.would_fire(next_step)):
@@ -213,7 +213,7 @@ class Summaries(StepCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        if self.runs_no_step:
+        if self.no_step:
             return
         fired = self._trigger(self.counter.step)
         if self._first:

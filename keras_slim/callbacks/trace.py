@@ -112,7 +112,7 @@ class Trace(StepCallback):
 
     def on_train_batch_begin(self, batch, logs=None):
         super().on_train_batch_begin(batch, logs)
-        if not self._chief or self.runs_no_step:
+        if not self._chief or self.no_step:
             return
         first = self.counter.step
         last = first + self.model.steps_per_execution - 1

@@ -176,18 +176,51 @@ def demo_flags():
     return line.split(":=", 1)[1].split()
 
 
+def as_a_user(command, *args, cwd):
+    """The console script `command` in `cwd`, with the environment a
+    user has: no `TF_CPP_MIN_LOG_LEVEL` (the test process sets one)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    script = pathlib.Path(sys.executable).parent / command
+    return subprocess.run(
+        [str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def assert_quiet(result):
+    """The command's own lines and TensorFlow's warnings: no info line,
+    deprecation notice or restore warning."""
+    stderr = result.stderr.lower()
+    for noise in (
+        "i0000",
+        "cpu_feature_guard",
+        "port.cc",
+        "profiler_session",
+        "deprecat",
+        "could not be found in the restored object",
+    ):
+        assert noise not in stderr, (noise, result.stderr[-3000:])
+
+
 def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
+    """`make demo` as a user runs it: the console scripts, a train_dir
+    relative to the working directory, TensorFlow's default logging."""
     flags = demo_flags()
-    train_dir = tmp_path / "train"
-    flags[flags.index("--train_dir") + 1] = str(train_dir)
+    relative = flags[flags.index("--train_dir") + 1]
+    train_dir = tmp_path / relative
     assert "--num_clones" in flags and "--clone_on_cpu" in flags
-    first = run_cli(*flags)
+    first = as_a_user("keras-slim-train", *flags, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
+    assert_quiet(first)
     assert "MirroredStrategy" in first.stdout
     # Not a terminal: plain lines, slim's format.
     assert "global step 600: loss = " in first.stdout
     assert accuracy(first.stdout) >= 0.95
-    assert f"tensorboard --logdir {train_dir}" in first.stdout
+    assert f"tensorboard --logdir {relative}" in first.stdout
     names = sorted(os.listdir(train_dir))
     assert "model.ckpt-600.index" in names
     assert "tf_trace-0.json" in names
@@ -208,13 +241,11 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert len(events["global_step/sec"]) >= 10
     assert len(events["logits/kernel"]) >= 10  # histograms too
     # `make demo` then evaluates the checkpoint into train_dir/eval.
-    evaluated = run_module(
-        "keras_slim.image.eval_image_classifier",
-        "--checkpoint_path",
-        str(train_dir),
-        env={"TF_CPP_MIN_LOG_LEVEL": "3"},
+    evaluated = as_a_user(
+        "keras-slim-eval", "--checkpoint_path", relative, cwd=tmp_path
     )
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert_quiet(evaluated)
     assert "global step 600: eval/Accuracy = " in evaluated.stdout
     eval_events = read_events(train_dir / "eval")
     assert list(eval_events["eval/Accuracy"]) == [600]
@@ -226,9 +257,13 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert any(t.startswith("activations/") for t in tags)
     assert not any(t.endswith("/gradient_norm") for t in tags)  # off
     # The second run resumes: no step, nothing new written, same accuracy.
-    second = run_cli(*flags)
+    second = as_a_user("keras-slim-train", *flags, cwd=tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert f"Restored {train_dir}/model.ckpt-600" in second.stdout
+    assert_quiet(second)
+    resumed = [line for line in second.stdout.splitlines() if "esumed" in line]
+    assert resumed == [
+        f"Resumed from {relative}/model.ckpt-600 (global step 600)."
+    ], second.stdout
     assert "loss = " not in second.stdout
     assert sorted(os.listdir(train_dir)) == sorted(names + ["eval"])
     assert accuracy(second.stdout) == accuracy(first.stdout)

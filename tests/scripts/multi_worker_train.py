@@ -13,6 +13,7 @@ what `TrainingPreemptedError` said, then exits with status 42.
 
 import json
 import os
+import pathlib
 import signal
 import sys
 
@@ -22,6 +23,11 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import callbacks
+
+# The repository's root, for the model the tests share (tests/helpers.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import mlp  # noqa: E402
 
 out_dir, logdir, mode = sys.argv[1:4]
 tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
@@ -49,19 +55,10 @@ data = (
 )
 
 with strategy.scope():
-    keras.utils.set_random_seed(1)
-    inputs = keras.Input((8,))
-    hidden = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
-    outputs = keras.layers.Dense(3, name="logits")(hidden)
     policy = keras_slim.GradientPolicy(
         clip_norm=0.5, multipliers={"logits/.*": 2.0}
     )
-    model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
-    model.compile(
-        optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
+    model = compile_model(mlp(policy), keras.optimizers.SGD(0.1, momentum=0.9))
 
 
 class Preempt(callbacks.StepCallback):

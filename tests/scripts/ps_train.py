@@ -12,6 +12,8 @@ writes what the tests check to OUT_JSON.
 import argparse
 import json
 import os
+import pathlib
+import sys
 
 os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 
@@ -22,6 +24,11 @@ import tensorflow as tf  # noqa: E402
 import keras_slim  # noqa: E402
 from keras_slim import callbacks  # noqa: E402
 from keras_slim.cluster import LocalCluster  # noqa: E402
+
+# The repository's root, for the model the tests share (tests/helpers.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import mlp  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("out")
@@ -99,21 +106,12 @@ with LocalCluster(workers=2, ps=2) as cluster:
         num_ps_tasks=2, cluster_resolver=cluster.resolver()
     )
     with config.strategy().scope():
-        keras.utils.set_random_seed(1)
-        inputs = keras.Input((8,))
-        hidden = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
-        outputs = keras.layers.Dense(3, name="logits")(hidden)
-        model = keras_slim.SlimModel(
-            inputs,
-            outputs,
-            gradient_policy=keras_slim.GradientPolicy(
-                clip_norm=1.0, multipliers={"logits/.*": 2.0}
-            ),
+        policy = keras_slim.GradientPolicy(
+            clip_norm=1.0, multipliers={"logits/.*": 2.0}
         )
-        model.compile(
-            optimizer=keras.optimizers.Adam(0.01),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
+        model = compile_model(
+            mlp(policy),
+            keras.optimizers.Adam(0.01),
             steps_per_execution=args.steps_per_execution or "auto",
         )
     # Bad calls fail before any step.

@@ -18,6 +18,7 @@ process when it sees the step it chose); the run saves its final weights
 to OUT. Op determinism is on, so two runs are bitwise equal.
 """
 
+import pathlib
 import sys
 import time
 
@@ -37,6 +38,11 @@ tf.config.experimental.enable_op_determinism()
 import keras  # noqa: E402
 
 import keras_slim  # noqa: E402
+
+# The repository's root, for the model the tests share (tests/helpers.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import mlp  # noqa: E402
 
 keras.utils.set_random_seed(7)
 rng = np.random.default_rng(0)
@@ -61,16 +67,11 @@ def dataset():
 
 
 def build():
-    inputs = keras.Input((8,))
-    hidden = keras.layers.Dense(16, activation="relu", name="fc1")(inputs)
-    hidden = keras.layers.Dropout(0.3, name="drop")(hidden)
-    outputs = keras.layers.Dense(3, name="logits")(hidden)
-    model = keras_slim.SlimModel(inputs, outputs)
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.01),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    return compile_model(
+        mlp(seed=7, activation="relu", dropout=0.3),
+        keras.optimizers.Adam(0.01),
+        metrics=None,
     )
-    return model
 
 
 class PrintStep(keras_slim.callbacks.StepCallback):
@@ -78,7 +79,7 @@ class PrintStep(keras_slim.callbacks.StepCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        if not self.runs_no_step:
+        if not self.no_step:
             print(f"step {self.counter.step}", flush=True)
             # Time for the parent's SIGKILL to land near the step it chose
             # (in this pause, the next step or the next save).

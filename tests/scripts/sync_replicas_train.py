@@ -20,6 +20,7 @@ Writes what the tests check to OUT_JSON.
 import json
 import logging
 import os
+import pathlib
 import sys
 import time
 
@@ -31,6 +32,11 @@ import tensorflow as tf  # noqa: E402
 
 import keras_slim  # noqa: E402
 from keras_slim.cluster import LocalCluster  # noqa: E402
+
+# The repository's root, for the model the tests share (tests/helpers.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import mlp  # noqa: E402
 
 mode, out, logdir = sys.argv[1:4]
 BATCH = 16
@@ -72,24 +78,12 @@ def dataset_fn(input_context):
 
 
 def build():
-    keras.utils.set_random_seed(1)
-    inputs = keras.Input((8,))
-    hidden = keras.layers.Dense(16, activation="tanh", name="fc1")(inputs)
-    outputs = keras.layers.Dense(3, name="logits")(hidden)
-    model = keras_slim.SlimModel(
-        inputs,
-        outputs,
-        gradient_policy=keras_slim.GradientPolicy(
-            clip_norm=0.5, multipliers={"logits/.*": 2.0}
-        ),
+    policy = keras_slim.GradientPolicy(
+        clip_norm=0.5, multipliers={"logits/.*": 2.0}
     )
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.01),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        steps_per_execution=1,
+    return compile_model(
+        mlp(policy), keras.optimizers.Adam(0.01), steps_per_execution=1
     )
-    return model
 
 
 class Straggler(keras.callbacks.Callback):
