@@ -20,15 +20,12 @@ from tests.helpers import weights
 
 POLICIES = {
     "default": {},
-    "multipliers": {"multipliers": {"logits/.*": 3.0, r".*/bias": 0.5}},
-    "freeze": {"freeze": ["fc1/bias"]},
-    "trainable": {"trainable": ["logits/"]},
-    "clip_norm": {"clip_norm": 0.05},
     "clip_global_norm": {"clip_global_norm": 0.05},
     "no_check_numerics": {"check_numerics": False},
+    # Every other stage at once: each alone is checked on one device.
     "all": {
-        "multipliers": {"logits/.*": 3.0},
-        "freeze": ["fc1/bias"],
+        "multipliers": {"logits/.*": 3.0, r"fc1/bias": 0.5},
+        "freeze": ["logits/bias"],
         "trainable": ["fc1", "logits"],
         "clip_norm": 0.05,
     },

@@ -2,7 +2,7 @@
 
 Each case runs tests/scripts/resume_run.py once uninterrupted, then a
 chain of runs in one log directory, each killed with SIGKILL as soon as it
-reports a randomly chosen step (4 kills at increasing steps, so a kill
+reports a randomly chosen step (3 kills at increasing steps, so a kill
 lands anywhere: in a step, between calls, in a save), the last run left to
 finish. The final weights of the chain must equal the uninterrupted run's,
 bitwise (op determinism is on). The input is shuffled each epoch and
@@ -96,7 +96,7 @@ def test_kill_9_at_random_steps_then_rerun_equals_an_uninterrupted_run(
     reference = tmp_path / "reference.npz"
     run([mode, strategy, data, str(tmp_path / "ref"), str(reference)])
     rng = np.random.default_rng(len(mode) + len(strategy) + len(data))
-    kills = sorted(rng.choice(np.arange(2, 31), size=4, replace=False))
+    kills = sorted(rng.choice(np.arange(2, 31), size=3, replace=False))
     logdir, out = str(tmp_path / "run"), tmp_path / "resumed.npz"
     killed = [
         run([mode, strategy, data, logdir, str(out)], kill_at=int(k))
