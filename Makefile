@@ -19,10 +19,15 @@ $(USER_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# tf_keras (Keras 2): TF-Slim's nets need its legacy layers in the tests'
+# reference runs, and bench/ps_throughput.py compares with its fit.
+# Without --no-deps it would pull in the full `tensorflow` wheel over
+# tensorflow-cpu, which already provides the module.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps 'tf_keras>=2.21,<2.22'
 	touch $@ $(USER_STAMP)
 
 # The main job: train_image_classifier on the digits, 2 clones on CPU
@@ -49,11 +54,7 @@ docs: $(STAMP)
 test: lint docs
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
-# tf_keras (Keras 2) is the peer of bench/ps_throughput.py. Without
-# --no-deps it would pull in the full `tensorflow` wheel over
-# tensorflow-cpu, which already provides the module.
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet --no-deps 'tf_keras>=2.21,<2.22'
 	$(BIN)/python bench/policy_overhead.py
 	$(BIN)/python bench/callbacks_overhead.py
 	$(BIN)/python bench/ps_throughput.py

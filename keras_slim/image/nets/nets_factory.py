@@ -1,92 +1,234 @@
 """The networks `keras-slim-train` builds: TF-Slim's `nets_factory`.
 
-Import it as `from keras_slim.image import nets`.
+Import it as `from keras_slim.image import nets`. The names are TF-Slim's
+(`inception_v3`, `resnet_v1_50`, `vgg_16`, `mobilenet_v1_050`, ...),
+each net TF-Slim's architecture written in Keras layers, one module per
+family as TF-Slim has (`inception_v3.py`, `resnet_v1.py`, ...), plus
+`digits_cnn`, the command's small CNN for 8x8 digits (the default).
 
-`build(model_name, num_classes)` returns a functional `keras_slim.SlimModel`
-named after the net, from an input `images` of shape
-`(image_size, image_size, channels)` to `logits` (no softmax: train with
-`from_logits=True` losses). The nets are
+- `get_network_fn(name, num_classes, weight_decay)`: TF-Slim's
+  signature: a function of an image tensor returning `(logits,
+  end_points)`, Keras tensors, under the net's arg scope;
+- `build(name, num_classes, ...)`: a functional `keras_slim.SlimModel`
+  from an input `images` to the logits (no softmax: train with
+  `from_logits=True` losses), and, for a net with TF-Slim's auxiliary
+  head (`AuxLogits`), a second output with its logits;
+- `slim_name_map(name)`: each variable's name in TF-Slim's checkpoints,
+  for `keras_slim.callbacks.WarmStart(name_map=...)`; `slim_scope(name,
+  scope)`: a TF-Slim scope (`InceptionV3/Logits`) as a pattern on the
+  variables' Keras paths (`--checkpoint_exclude_scopes`).
 
-- `digits_cnn`: the command's small CNN for 8x8 digits (the default);
-- `mobilenet_v2`, `resnet50`, `inception_v3`: Keras Applications without
-  their top and with random weights (nothing is downloaded), global
-  average pooling, then a dense `logits` layer.
-
-Scopes. `--trainable_scopes`, `--checkpoint_exclude_scopes` and
-`--freeze` are regular expressions matched with `re.match` against Keras
-variable paths (`variable.path`): the layer name, a slash, the variable
-(`kernel`, `bias`, `gamma`, `beta`, `moving_mean`, `moving_variance`).
-List them with
+Variable paths: a TF-Slim scope `Mixed_5b/Branch_1/Conv2d_0b_5x5` is the
+Keras layer `Mixed_5b.Branch_1.Conv2d_0b_5x5` (Keras layer names hold no
+`/`), so `Mixed_5b.Branch_1.Conv2d_0b_5x5/kernel` is TF-Slim's
+`InceptionV3/Mixed_5b/Branch_1/Conv2d_0b_5x5/weights`. List them with
 
 ```python
-model = nets.build("mobilenet_v2", 5, image_size=96)
+model = nets.build("inception_v3", 5, image_size=128)
 print([v.path for v in model.trainable_variables])
 ```
 
-For `mobilenet_v2` they are `Conv1/kernel` and `bn_Conv1/gamma` (the stem),
-`expanded_conv_depthwise/kernel` and `expanded_conv_project/kernel`
-(block 0), `block_1_expand/kernel` ... `block_16_project_BN/beta` (blocks
-1 to 16), `Conv_1/kernel` and `Conv_1_bn/gamma` (the last 1x1 conv), and
-`logits/kernel`, `logits/bias` (the head). So `--trainable_scopes logits`
-trains the head alone, `--trainable_scopes "logits|block_16_|Conv_1"`
-the head and the last block. `digits_cnn` has `conv1`, `conv1_bn`,
-`conv2`, `conv2_bn` and `logits`; `resnet50` has `conv1_conv`,
-`conv2_block1_1_conv` ... `conv5_block3_3_bn` and `logits`.
-`inception_v3`'s layers are unnamed in Keras, so its paths are the names
-a fresh Keras session gives them (`conv2d/kernel` ... `conv2d_93/kernel`,
-`batch_normalization/beta` ... `batch_normalization_93/beta`), whatever
-was built before it, and `logits`.
-
 Weight decay is TF-Slim's: an L2 penalty `weight_decay / 2 * sum(w**2)`
-(`tf.nn.l2_loss`) on each convolution and dense kernel; depthwise kernels
-are left out, as TF-Slim's `regularize_depthwise=False`.
-
-Warm-starting from TF-Slim's checkpoints: `slim_name_map("mobilenet_v2")`
-maps the paths above to the names in TF-Slim's `mobilenet_v2_1.0_224.ckpt`
-(see `slim_name_map`). Exclude the head, whose shape differs, with
-`--checkpoint_exclude_scopes logits`, as TF-Slim's fine-tuning tutorial
-excludes its logits.
+(`tf.nn.l2_loss`) on weights, as each net's arg scope applies it.
 """
 
-import collections
+import dataclasses
+import functools
+import importlib
 import numbers
 
 import keras
 
 from keras_slim import _validation
+from keras_slim.image.nets import _slim
 from keras_slim.image.nets import digits_cnn
-from keras_slim.image.nets import keras_applications
 from keras_slim.model import SlimModel
 
 __all__ = [
     "NETWORKS",
     "build",
     "default_image_size",
+    "get_network_fn",
     "minimum_image_size",
     "preprocessing_name",
     "slim_name_map",
+    "slim_scope",
 ]
 
-_Net = collections.namedtuple(
-    "_Net", ["default_size", "minimum_size", "channels", "preprocessing"]
-)
 
-# TF-Slim's default sizes and preprocessing; Keras's minimum sizes.
+@dataclasses.dataclass(frozen=True)
+class _Net:
+    """One `nets_factory` entry.
+
+    Attributes:
+        module: The family module in `keras_slim.image.nets`.
+        function: The net's function there.
+        arg_scope: The family's arg scope function there.
+        scope: The net's TF-Slim variable scope (`InceptionV3`).
+        default_size: TF-Slim's `default_image_size`.
+        minimum_size: The smallest image side TF-Slim's net takes.
+        preprocessing: TF-Slim's `preprocessing_factory` name for it.
+        kwargs: More arguments of the function (a depth multiplier).
+    """
+
+    module: str
+    function: str
+    arg_scope: str
+    scope: str
+    default_size: int
+    minimum_size: int
+    preprocessing: str
+    kwargs: tuple = ()
+
+
+def _resnets(version, minimum):
+    return {
+        f"resnet_{version}_{depth}": _Net(
+            f"resnet_{version}",
+            f"resnet_{version}_{depth}",
+            "resnet_arg_scope",
+            f"resnet_{version}_{depth}",
+            224,
+            minimum,
+            "vgg",
+        )
+        for depth in (50, 101, 152, 200)
+    }
+
+
 _NETS = {
-    "digits_cnn": _Net(8, 8, 1, "digits"),
-    "mobilenet_v2": _Net(224, 32, 3, "inception"),
-    "resnet50": _Net(224, 32, 3, "vgg"),
-    "inception_v3": _Net(299, 75, 3, "inception"),
+    "alexnet_v2": _Net(
+        "alexnet",
+        "alexnet_v2",
+        "alexnet_v2_arg_scope",
+        "alexnet_v2",
+        224,
+        224,
+        "vgg",
+    ),
+    "overfeat": _Net(
+        "overfeat",
+        "overfeat",
+        "overfeat_arg_scope",
+        "overfeat",
+        231,
+        231,
+        "vgg",
+    ),
+    "vgg_a": _Net("vgg", "vgg_a", "vgg_arg_scope", "vgg_a", 224, 224, "vgg"),
+    "vgg_16": _Net("vgg", "vgg_16", "vgg_arg_scope", "vgg_16", 224, 224, "vgg"),
+    "vgg_19": _Net("vgg", "vgg_19", "vgg_arg_scope", "vgg_19", 224, 224, "vgg"),
+    "inception_v1": _Net(
+        "inception_v1",
+        "inception_v1",
+        "inception_v1_arg_scope",
+        "InceptionV1",
+        224,
+        32,
+        "inception",
+    ),
+    "inception_v2": _Net(
+        "inception_v2",
+        "inception_v2",
+        "inception_v2_arg_scope",
+        "InceptionV2",
+        224,
+        32,
+        "inception",
+    ),
+    "inception_v3": _Net(
+        "inception_v3",
+        "inception_v3",
+        "inception_v3_arg_scope",
+        "InceptionV3",
+        299,
+        75,
+        "inception",
+    ),
+    "inception_v4": _Net(
+        "inception_v4",
+        "inception_v4",
+        "inception_v4_arg_scope",
+        "InceptionV4",
+        299,
+        75,
+        "inception",
+    ),
+    "inception_resnet_v2": _Net(
+        "inception_resnet_v2",
+        "inception_resnet_v2",
+        "inception_resnet_v2_arg_scope",
+        "InceptionResnetV2",
+        299,
+        75,
+        "inception",
+    ),
+    **_resnets("v1", 32),
+    **_resnets("v2", 32),
+    "mobilenet_v1": _Net(
+        "mobilenet_v1",
+        "mobilenet_v1",
+        "mobilenet_v1_arg_scope",
+        "MobilenetV1",
+        224,
+        32,
+        "inception",
+    ),
+    **{
+        f"mobilenet_v1_{suffix}": _Net(
+            "mobilenet_v1",
+            "mobilenet_v1",
+            "mobilenet_v1_arg_scope",
+            "MobilenetV1",
+            224,
+            32,
+            "inception",
+            (("depth_multiplier", multiplier),),
+        )
+        for suffix, multiplier in (("075", 0.75), ("050", 0.5), ("025", 0.25))
+    },
+    "mobilenet_v2": _Net(
+        "mobilenet_v2",
+        "mobilenet_v2",
+        "mobilenet_v2_arg_scope",
+        "MobilenetV2",
+        224,
+        32,
+        "inception",
+    ),
+    **{
+        f"mobilenet_v2_{suffix}": _Net(
+            "mobilenet_v2",
+            "mobilenet_v2",
+            "mobilenet_v2_arg_scope",
+            "MobilenetV2",
+            224,
+            32,
+            "inception",
+            (("depth_multiplier", multiplier),),
+        )
+        for suffix, multiplier in (("140", 1.4), ("035", 0.35))
+    },
 }
 
-NETWORKS = tuple(_NETS)
+#: The command's own small CNN for the bundled 8x8 digits.
+DIGITS_CNN = "digits_cnn"
+
+NETWORKS = (DIGITS_CNN, *_NETS)
 
 
-def _net(model_name):
-    if not isinstance(model_name, str) or model_name not in _NETS:
+def _check_name(model_name):
+    if not isinstance(model_name, str) or model_name not in NETWORKS:
         raise _validation.invalid(
             "model_name", model_name, f"one of {NETWORKS}"
         )
+    return model_name
+
+
+def _net(model_name):
+    _check_name(model_name)
+    if model_name == DIGITS_CNN:
+        return None
     return _NETS[model_name]
 
 
@@ -97,8 +239,8 @@ def default_image_size(model_name):
         model_name: One of `NETWORKS`.
 
     Returns:
-        TF-Slim's default size: 8 for `digits_cnn`, 224 for `mobilenet_v2`
-        and `resnet50`, 299 for `inception_v3`.
+        TF-Slim's `default_image_size` (299 for `inception_v3`, 224 for
+        `resnet_v1_50`), 8 for `digits_cnn`.
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`.
@@ -108,7 +250,8 @@ def default_image_size(model_name):
     nets.default_image_size("inception_v3")  # 299
     ```
     """
-    return _net(model_name).default_size
+    net = _net(model_name)
+    return 8 if net is None else net.default_size
 
 
 def minimum_image_size(model_name):
@@ -118,18 +261,19 @@ def minimum_image_size(model_name):
         model_name: One of `NETWORKS`.
 
     Returns:
-        Keras's minimum: 8 for `digits_cnn`, 32 for `mobilenet_v2` and
-        `resnet50`, 75 for `inception_v3`.
+        The smallest side TF-Slim's net builds on (224 for `vgg_16`, whose
+        `fc6` is a 7x7 `VALID` convolution; 75 for `inception_v3`).
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`.
 
     Example:
     ```python
-    nets.minimum_image_size("mobilenet_v2")  # 32
+    nets.minimum_image_size("vgg_16")  # 224
     ```
     """
-    return _net(model_name).minimum_size
+    net = _net(model_name)
+    return 8 if net is None else net.minimum_size
 
 
 def preprocessing_name(model_name):
@@ -139,30 +283,31 @@ def preprocessing_name(model_name):
         model_name: One of `NETWORKS`.
 
     Returns:
-        The name TF-Slim's `preprocessing_factory` maps the net to:
-        `"digits"` for `digits_cnn`, `"inception"` for `mobilenet_v2` and
-        `inception_v3`, `"vgg"` for `resnet50`.
+        The name TF-Slim's `preprocessing_factory` maps the net to
+        (`"inception"` for the inception and mobilenet nets, `"vgg"` for
+        the vgg and resnet nets), `"digits"` for `digits_cnn`.
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`.
 
     Example:
     ```python
-    nets.preprocessing_name("resnet50")  # "vgg"
+    nets.preprocessing_name("resnet_v1_50")  # "vgg"
     ```
     """
-    return _net(model_name).preprocessing
+    net = _net(model_name)
+    return "digits" if net is None else net.preprocessing
 
 
 def _image_size(model_name, image_size):
-    net = _net(model_name)
+    minimum = minimum_image_size(model_name)
     if image_size is None:
-        return net.default_size
-    if not _validation.is_int(image_size) or image_size < net.minimum_size:
+        return default_image_size(model_name)
+    if not _validation.is_int(image_size) or image_size < minimum:
         raise _validation.invalid(
             "image_size",
             image_size,
-            f"an integer of at least {net.minimum_size} for {model_name} "
+            f"an integer of at least {minimum} for {model_name} "
             "(its minimum image size)",
         )
     return int(image_size)
@@ -178,6 +323,46 @@ def _weight_decay(value):
             "weight_decay", value, "a non-negative number"
         )
     return float(value)
+
+
+def get_network_fn(model_name, num_classes, weight_decay=0.0):
+    """TF-Slim's `nets_factory.get_network_fn`, on Keras tensors.
+
+    Args:
+        model_name: One of `NETWORKS` but `digits_cnn`.
+        num_classes: The logits; `None` or 0 for the pre-logit features.
+        weight_decay: The L2 factor of the net's arg scope.
+            Defaults to `0.0`.
+
+    Returns:
+        `network_fn(images) -> (logits, end_points)`, with the net's
+        `default_image_size`.
+
+    Raises:
+        ValueError: for an unknown `model_name`.
+
+    Example:
+    ```python
+    network_fn = nets.get_network_fn("inception_v3", 1001)
+    images = keras.Input((299, 299, 3))
+    logits, end_points = network_fn(images)
+    ```
+    """
+    net = _net(model_name)
+    if net is None:
+        raise _validation.invalid(
+            "model_name", model_name, "one of TF-Slim's nets"
+        )
+    module = importlib.import_module(f"keras_slim.image.nets.{net.module}")
+    sc = getattr(module, net.arg_scope)(weight_decay=weight_decay)
+    function = getattr(module, net.function)
+
+    @functools.wraps(function)
+    def network_fn(images):
+        return function(images, num_classes, sc=sc, **dict(net.kwargs))
+
+    network_fn.default_image_size = net.default_size
+    return network_fn
 
 
 def build(
@@ -204,18 +389,20 @@ def build(
         channels: Positive integer: the channels of the input images;
             `None` for the net's own (1 for `digits_cnn`, 3 otherwise).
             Defaults to `None`.
-        weight_decay: Non-negative float: TF-Slim's L2 factor on conv and
-            dense kernels (a penalty of `weight_decay / 2 * sum(w**2)`,
-            as `tf.nn.l2_loss`); 0 adds no loss.
+        weight_decay: Non-negative float: TF-Slim's L2 factor on the
+            weights (a penalty of `weight_decay / 2 * sum(w**2)`, as
+            `tf.nn.l2_loss`); 0 adds no loss.
             Defaults to `0.0`.
         gradient_policy: A `keras_slim.GradientPolicy` for the model, or
             `None` for the default one.
             Defaults to `None`.
 
     Returns:
-        An uncompiled `keras_slim.SlimModel` named `model_name`, from
-        the input `images` to the `logits` layer's output
-        `(batch, num_classes)`.
+        An uncompiled `keras_slim.SlimModel` named `model_name`, from the
+        input `images` to the logits `(batch, num_classes)`; with two
+        outputs, the logits and the auxiliary logits, for a net with
+        TF-Slim's `AuxLogits` head (TF-Slim's train_image_classifier
+        weighs their loss 0.4).
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`, for an
@@ -226,81 +413,104 @@ def build(
     Example:
     ```python
     keras.utils.set_random_seed(0)
-    model = nets.build("mobilenet_v2", 5, image_size=96)
+    model = nets.build("mobilenet_v1_050", 5, image_size=96)
     model.compile(
         optimizer="sgd",
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=keras.losses.CategoricalCrossentropy(from_logits=True),
     )
     ```
     """
-    net = _net(model_name)
+    _check_name(model_name)
     num_classes = _validation.positive_int("num_classes", num_classes)
     image_size = _image_size(model_name, image_size)
     channels = _validation.positive_int_or_none("channels", channels)
     weight_decay = _weight_decay(weight_decay)
+    default_channels = 1 if model_name == DIGITS_CNN else 3
     inputs = keras.Input(
-        (image_size, image_size, channels or net.channels), name="images"
+        (image_size, image_size, channels or default_channels), name="images"
     )
-    if model_name == "digits_cnn":
-        logits = digits_cnn.network(num_classes, weight_decay)(inputs)
+    if model_name == DIGITS_CNN:
+        outputs = digits_cnn.network(num_classes, weight_decay)(inputs)
     else:
-        features = keras_applications.features(model_name, inputs)
-        logits = keras.layers.Dense(num_classes, name="logits")(features)
-    model = SlimModel(
-        inputs, logits, name=model_name, gradient_policy=gradient_policy
+        network_fn = get_network_fn(model_name, num_classes, weight_decay)
+        outputs, end_points = network_fn(inputs)
+        if "AuxLogits" in end_points:
+            outputs = [outputs, end_points["AuxLogits"]]
+    return SlimModel(
+        inputs, outputs, name=model_name, gradient_policy=gradient_policy
     )
-    if weight_decay and model_name != "digits_cnn":
-        keras_applications.regularize(model, weight_decay)
-    return model
-
-
-_NAME_MAPS = {"mobilenet_v2": keras_applications.mobilenet_v2_name}
 
 
 def slim_name_map(model_name):
     """How a net's variables are named in TF-Slim's checkpoints.
 
-    For `mobilenet_v2`, the names of TF-Slim's `mobilenet_v2.py`
-    (`mobilenet_v2_1.0_224.ckpt`, scope `MobilenetV2`): `Conv1/kernel` ->
-    `MobilenetV2/Conv/weights`, `bn_Conv1/gamma` ->
-    `MobilenetV2/Conv/BatchNorm/gamma`, `expanded_conv_depthwise/kernel`
-    -> `MobilenetV2/expanded_conv/depthwise/depthwise_weights`,
-    `block_{i}_{expand,depthwise,project}[_BN]` ->
-    `MobilenetV2/expanded_conv_{i}/{expand,depthwise,project}[/BatchNorm]`,
-    `Conv_1` and `Conv_1_bn` -> `MobilenetV2/Conv_1[/BatchNorm]`. The head
-    `logits/{kernel,bias}` maps to
-    `MobilenetV2/Logits/Conv2d_1c_1x1/{weights,biases}`, whose shape
-    (a 1x1 conv over 1001 classes) differs: exclude it from the warm start
-    (`exclude="logits"`). A path of no Keras MobileNetV2 layer is returned
-    unchanged, so it is reported missing.
+    `Mixed_5b.Branch_1.Conv2d_0b_5x5/kernel` ->
+    `InceptionV3/Mixed_5b/Branch_1/Conv2d_0b_5x5/weights`: the net's scope,
+    the layer name's `.` as `/`, and TF-Slim's variable names (`weights`,
+    `biases`, `depthwise_weights`, `BatchNorm/{gamma, beta, moving_mean,
+    moving_variance}`). A path of no TF-Slim variable is returned as it
+    is, so a warm start reports it missing.
 
     Args:
-        model_name: A net of `NETWORKS` with a map: `"mobilenet_v2"`.
+        model_name: One of `NETWORKS` but `digits_cnn`.
 
     Returns:
         A callable `variable path -> TF-Slim checkpoint name`, for
         `keras_slim.callbacks.WarmStart(name_map=...)`.
 
     Raises:
-        ValueError: if `model_name` is not one of `NETWORKS`, or names a
-            net without a map.
+        ValueError: if `model_name` is not one of TF-Slim's nets.
 
     Example:
     ```python
-    model = nets.build("mobilenet_v2", 5)
+    model = nets.build("inception_v3", 5)
     warm = keras_slim.callbacks.WarmStart(
-        "/tmp/mobilenet_v2_1.0_224.ckpt",
-        name_map=nets.slim_name_map("mobilenet_v2"),
-        exclude="logits",
+        "/tmp/inception_v3.ckpt",
+        name_map=nets.slim_name_map("inception_v3"),
+        exclude=[nets.slim_scope("inception_v3", "InceptionV3/Logits"),
+                 nets.slim_scope("inception_v3", "InceptionV3/AuxLogits")],
     )
     model.fit(dataset, epochs=1, callbacks=[warm])
     ```
     """
-    _net(model_name)
-    if model_name not in _NAME_MAPS:
+    net = _net(model_name)
+    if net is None:
         raise _validation.invalid(
             "model_name",
             model_name,
-            f"a net with a TF-Slim name map: one of {tuple(_NAME_MAPS)}",
+            "one of TF-Slim's nets (digits_cnn has no TF-Slim checkpoint)",
         )
-    return _NAME_MAPS[model_name]
+    return functools.partial(_slim.slim_name, net_scope=net.scope)
+
+
+def slim_scope(model_name, scope):
+    """A TF-Slim scope of a net as a pattern on its Keras variable paths.
+
+    `--checkpoint_exclude_scopes` and `--trainable_scopes` as TF-Slim's
+    README writes them (`InceptionV3/Logits`) select the variables whose
+    TF-Slim name starts with the scope; the pattern selects the same
+    variables by path (`Logits`, matched with `re.match`). A scope that
+    does not start with the net's TF-Slim scope is a pattern on Keras
+    paths already, and is returned as it is.
+
+    Args:
+        model_name: One of `NETWORKS`.
+        scope: A scope, TF-Slim's or a Keras path prefix.
+
+    Returns:
+        A regular expression.
+
+    Raises:
+        ValueError: if `model_name` is not one of `NETWORKS`.
+
+    Example:
+    ```python
+    nets.slim_scope("inception_v3", "InceptionV3/AuxLogits")  # "AuxLogits"
+    ```
+    """
+    net = _net(model_name)
+    if net is None or not (
+        scope == net.scope or scope.startswith(f"{net.scope}/")
+    ):
+        return scope
+    return _slim.keras_scope(scope, net.scope)

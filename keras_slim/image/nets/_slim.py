@@ -1,0 +1,341 @@
+"""TF-Slim's layer vocabulary in Keras layers, for writing TF-Slim's nets.
+
+A net module reads like TF-Slim's file for it: the same scopes, block
+functions and order, with `conv2d(net, 64, [3, 3], scope="conv1/conv1_1",
+sc=sc)` for `slim.conv2d(net, 64, [3, 3], scope='conv1_1')`. `sc`, an
+`ArgScope`, carries what TF-Slim's `arg_scope` set for the net (weight
+decay, batch norm, activation, padding).
+
+Names. A Keras layer cannot hold `/` in its name, so a TF-Slim scope
+`Mixed_5b/Branch_1/Conv2d_0b_5x5` is the Keras layer
+`Mixed_5b.Branch_1.Conv2d_0b_5x5`, its batch norm
+`Mixed_5b.Branch_1.Conv2d_0b_5x5.BatchNorm`, and a variable path
+`Mixed_5b.Branch_1.Conv2d_0b_5x5/kernel` maps to TF-Slim's
+`InceptionV3/Mixed_5b/Branch_1/Conv2d_0b_5x5/weights` by `slim_name`, one
+rule for every net. Every layer is named, so the paths do not depend on
+what was built before in the process.
+
+Numerics, as TF-Slim's: `padding="same"` is TensorFlow's `SAME`; batch
+norm after a convolution that then has no bias, with TF-Slim's epsilon,
+decay and `scale` (inception's nets have no `gamma`); weight decay an L2
+penalty of `weight_decay / 2 * sum(w ** 2)` (`tf.nn.l2_loss`) on weights,
+not on biases, nor on depthwise weights unless asked.
+"""
+
+import dataclasses
+import re
+
+import keras
+
+#: TF-Slim's variable names of Keras's.
+_SLIM_VARIABLES = {
+    "kernel": "weights",
+    "bias": "biases",
+    "gamma": "gamma",
+    "beta": "beta",
+    "moving_mean": "moving_mean",
+    "moving_variance": "moving_variance",
+}
+
+#: The default of arguments that `ArgScope` decides.
+_SCOPE = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchNorm:
+    """TF-Slim's `batch_norm_params` of a net's arg scope.
+
+    Attributes:
+        decay: The moving averages' decay (Keras's `momentum`).
+        epsilon: Added to the variance.
+        center: Whether there is a `beta`.
+        scale: Whether there is a `gamma` (inception's nets have none).
+    """
+
+    decay: float = 0.9997
+    epsilon: float = 0.001
+    center: bool = True
+    scale: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgScope:
+    """What TF-Slim's `arg_scope` of a net sets for its layers.
+
+    Attributes:
+        weight_decay: The L2 factor of weights (TF-Slim's
+            `l2_regularizer(weight_decay)`); 0 for none.
+        batch_norm: A `BatchNorm` after each convolution (TF-Slim's
+            `normalizer_fn=slim.batch_norm`), or `None`.
+        activation: The activation after each convolution: `"relu"`,
+            `"relu6"` or `None`.
+        padding: The default padding of convolutions: `"same"` or
+            `"valid"`.
+        regularize_depthwise: Whether depthwise weights get weight decay.
+    """
+
+    weight_decay: float = 0.0
+    batch_norm: BatchNorm | None = None
+    activation: str | None = "relu"
+    padding: str = "same"
+    regularize_depthwise: bool = False
+
+    def regularizer(self, depthwise=False):
+        """The L2 regularizer of weights, or `None`."""
+        if not self.weight_decay or (
+            depthwise and not self.regularize_depthwise
+        ):
+            return None
+        return keras.regularizers.L2(self.weight_decay / 2)
+
+
+def name_of(scope):
+    """The Keras layer name of a TF-Slim scope (`a/b` -> `a.b`)."""
+    return scope.replace("/", ".")
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value, value)
+
+
+def _activation(net, activation, scope):
+    if activation is None:
+        return net
+    if activation == "relu":
+        return keras.layers.ReLU(name=name_of(f"{scope}/Relu"))(net)
+    if activation == "relu6":
+        return keras.layers.ReLU(6.0, name=name_of(f"{scope}/Relu6"))(net)
+    raise ValueError(f"Unknown activation {activation!r}.")
+
+
+def batch_norm(net, *, scope, sc, activation=None):
+    """TF-Slim's `slim.batch_norm` (resnet_v2's `preact`, `postnorm`).
+
+    Args:
+        net: The input tensor.
+        scope: Its TF-Slim scope.
+        sc: The net's `ArgScope` (its `batch_norm` parameters).
+        activation: An activation after it, or `None`.
+
+    Returns:
+        The output tensor.
+    """
+    params = sc.batch_norm or BatchNorm()
+    net = keras.layers.BatchNormalization(
+        momentum=params.decay,
+        epsilon=params.epsilon,
+        center=params.center,
+        scale=params.scale,
+        name=name_of(scope),
+    )(net)
+    return _activation(net, activation, scope)
+
+
+def conv2d(
+    net,
+    num_outputs,
+    kernel_size,
+    *,
+    scope,
+    sc,
+    stride=1,
+    padding=None,
+    rate=1,
+    activation=_SCOPE,
+    normalize=True,
+):
+    """TF-Slim's `slim.conv2d`: convolution, batch norm, activation.
+
+    Args:
+        net: The input tensor.
+        num_outputs: The output channels.
+        kernel_size: An int or `[height, width]`.
+        scope: Its TF-Slim scope, below the net's.
+        sc: The net's `ArgScope`.
+        stride: An int or a pair. Defaults to `1`.
+        padding: `"same"` or `"valid"`; `None` for the scope's.
+        rate: The dilation rate. Defaults to `1`.
+        activation: `"relu"`, `"relu6"` or `None`; the scope's by
+            default.
+        normalize: Whether the scope's batch norm applies (TF-Slim's
+            `normalizer_fn=None` for logits is `False`). Defaults to `True`.
+
+    Returns:
+        The output tensor.
+    """
+    batch_normed = normalize and sc.batch_norm is not None
+    net = keras.layers.Conv2D(
+        num_outputs,
+        _pair(kernel_size),
+        strides=_pair(stride),
+        padding=padding or sc.padding,
+        dilation_rate=_pair(rate),
+        use_bias=not batch_normed,
+        kernel_regularizer=sc.regularizer(),
+        name=name_of(scope),
+    )(net)
+    if batch_normed:
+        net = batch_norm(net, scope=f"{scope}/BatchNorm", sc=sc)
+    return _activation(
+        net, sc.activation if activation is _SCOPE else activation, scope
+    )
+
+
+def depthwise_conv2d(
+    net,
+    kernel_size,
+    *,
+    scope,
+    sc,
+    stride=1,
+    padding=None,
+    rate=1,
+    depth_multiplier=1,
+    activation=_SCOPE,
+):
+    """TF-Slim's `slim.separable_conv2d(net, None, ...)`: the depthwise
+    convolution alone (`depthwise_weights`), batch norm, activation.
+
+    Args:
+        net: The input tensor.
+        kernel_size: An int or `[height, width]`.
+        scope: Its TF-Slim scope.
+        sc: The net's `ArgScope`.
+        stride: An int or a pair. Defaults to `1`.
+        padding: `"same"` or `"valid"`; `None` for the scope's.
+        rate: The dilation rate. Defaults to `1`.
+        depth_multiplier: Output channels per input channel.
+            Defaults to `1`.
+        activation: As for `conv2d`.
+
+    Returns:
+        The output tensor.
+    """
+    batch_normed = sc.batch_norm is not None
+    net = keras.layers.DepthwiseConv2D(
+        _pair(kernel_size),
+        strides=_pair(stride),
+        padding=padding or sc.padding,
+        dilation_rate=_pair(rate),
+        depth_multiplier=depth_multiplier,
+        use_bias=not batch_normed,
+        depthwise_regularizer=sc.regularizer(depthwise=True),
+        name=name_of(scope),
+    )(net)
+    if batch_normed:
+        net = batch_norm(net, scope=f"{scope}/BatchNorm", sc=sc)
+    return _activation(
+        net, sc.activation if activation is _SCOPE else activation, scope
+    )
+
+
+def max_pool2d(net, kernel_size, *, scope, stride=2, padding="valid"):
+    """TF-Slim's `slim.max_pool2d` (its default padding is `VALID`)."""
+    return keras.layers.MaxPooling2D(
+        _pair(kernel_size), _pair(stride), padding, name=name_of(scope)
+    )(net)
+
+
+def avg_pool2d(net, kernel_size, *, scope, stride=2, padding="valid"):
+    """TF-Slim's `slim.avg_pool2d` (its default padding is `VALID`)."""
+    return keras.layers.AveragePooling2D(
+        _pair(kernel_size), _pair(stride), padding, name=name_of(scope)
+    )(net)
+
+
+def global_pool(net, *, scope):
+    """`tf.reduce_mean(net, [1, 2], keep_dims=True)`: `[N, 1, 1, C]`."""
+    return keras.layers.GlobalAveragePooling2D(
+        keepdims=True, name=name_of(scope)
+    )(net)
+
+
+def dropout(net, keep_prob, *, scope):
+    """TF-Slim's `slim.dropout(net, keep_prob)`: active in training."""
+    return keras.layers.Dropout(1.0 - keep_prob, name=name_of(scope))(net)
+
+
+def concat(values, *, scope, axis=3):
+    """`tf.concat(values, axis)`."""
+    return keras.layers.Concatenate(axis=axis, name=name_of(scope))(values)
+
+
+def squeeze(net, *, scope):
+    """`tf.squeeze(net, [1, 2])`: logits `[N, 1, 1, C]` -> `[N, C]`
+    (an error, as TensorFlow's, when the spatial size is not 1x1)."""
+    return keras.layers.Reshape((net.shape[-1],), name=name_of(scope))(net)
+
+
+def repeat(net, repetitions, layer, *args, scope, **kwargs):
+    """TF-Slim's `slim.repeat`: `layer` `repetitions` times, scopes
+    `<scope>/<scope>_1`, `<scope>/<scope>_2`, ...
+
+    Args:
+        net: The input tensor.
+        repetitions: How many layers.
+        layer: A function of this module (`conv2d`).
+        *args: Its arguments after `net`.
+        scope: The scope of the repetition.
+        **kwargs: Its keyword arguments.
+
+    Returns:
+        The output tensor.
+    """
+    base = scope.rsplit("/", 1)[-1]
+    for i in range(1, repetitions + 1):
+        net = layer(net, *args, scope=f"{scope}/{base}_{i}", **kwargs)
+    return net
+
+
+_DEPTHWISE = re.compile(r"depthwise", re.IGNORECASE)
+
+
+def slim_name(path, net_scope):
+    """TF-Slim's checkpoint name of a Keras variable path of a net.
+
+    Args:
+        path: A variable path, `<layer name>/<variable>`.
+        net_scope: The net's TF-Slim scope (`InceptionV3`).
+
+    Returns:
+        `<net_scope>/<scope>/<TF-Slim variable>`; a depthwise layer's
+        kernel is `depthwise_weights`. A path of no TF-Slim variable
+        (a seed generator's state) is returned unchanged.
+
+    Example:
+    ```python
+    slim_name("Conv2d_1a_3x3.BatchNorm/beta", "InceptionV3")
+    # "InceptionV3/Conv2d_1a_3x3/BatchNorm/beta"
+    ```
+    """
+    layer, _, variable = path.rpartition("/")
+    if variable not in _SLIM_VARIABLES or not layer:
+        return path
+    name = _SLIM_VARIABLES[variable]
+    last = layer.rsplit(".", 1)[-1]
+    if variable == "kernel" and _DEPTHWISE.search(last):
+        name = "depthwise_weights"
+    return f"{net_scope}/{layer.replace('.', '/')}/{name}"
+
+
+def keras_scope(scope, net_scope):
+    """A TF-Slim scope as a pattern on Keras variable paths.
+
+    `--checkpoint_exclude_scopes` and `--trainable_scopes` name TF-Slim
+    scopes (`InceptionV3/Logits`); the variables they select are those
+    whose TF-Slim name starts with the scope, so whose Keras path starts
+    with `Logits` (the net's scope removed, `/` as `.`).
+
+    Args:
+        scope: A TF-Slim scope, with or without the net's scope first.
+        net_scope: The net's TF-Slim scope.
+
+    Returns:
+        A regular expression for `re.match` on variable paths.
+    """
+    prefix = f"{net_scope}/"
+    if scope.startswith(prefix):
+        scope = scope[len(prefix) :]
+    elif scope == net_scope:
+        return ".*"
+    return re.escape(name_of(scope))
