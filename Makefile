@@ -19,7 +19,7 @@ $(USER_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-# tf_keras (Keras 2): TF-Slim's nets need its legacy layers in the tests'
+# tf_keras (Keras 2): TF-Slim's nets need its legacy layers in the tests
 # reference runs, and bench/ps_throughput.py compares with its fit.
 # Without --no-deps it would pull in the full `tensorflow` wheel over
 # tensorflow-cpu, which already provides the module.
