@@ -33,6 +33,7 @@ class TF1Reader:
     """A name-based checkpoint: variable name -> value."""
 
     format = "TF1 name-based checkpoint"
+    kind = "tf1"
 
     def __init__(self, prefix, reader=None):
         self.path = prefix
@@ -70,6 +71,7 @@ class TF2Reader(TF1Reader):
     """
 
     format = "TF2 object-based checkpoint"
+    kind = "tf2"
 
     def __init__(self, prefix, reader):
         self.path = prefix
@@ -119,6 +121,7 @@ class KerasReader:
     """A Keras `.weights.h5` file, or the weights inside a `.keras` file."""
 
     format = "Keras weights file"
+    kind = "keras"
 
     def __init__(self, path):
         self.path = path
@@ -183,7 +186,8 @@ def resolve(checkpoint):
     Returns:
         A reader: `entries` ({name: (shape, dtype)}), `lookup(key)`,
         `read(name)`, `default_keys(variables, layers)`, `close()`,
-        `format` and `path`.
+        `format` (its description), `kind` (`"tf1"`, `"tf2"` or
+        `"keras"`) and `path`.
 
     Raises:
         FileNotFoundError: if nothing readable is at `checkpoint`.

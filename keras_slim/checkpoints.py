@@ -12,6 +12,8 @@ what keras_slim's own training checkpoints hold is
 """
 
 import collections
+import logging
+import os
 
 from keras_slim import _checkpoint_readers
 from keras_slim import _variable_maps
@@ -19,12 +21,15 @@ from keras_slim.gradients import variable_path
 
 __all__ = [
     "CheckpointVariable",
+    "checkpoint_format",
     "assign_from_checkpoint",
     "assign_from_values",
     "available_in_checkpoint",
     "list_variables",
     "variables_to_restore",
 ]
+
+_LOG = logging.getLogger("keras_slim")
 
 CheckpointVariable = collections.namedtuple(
     "CheckpointVariable", ["name", "shape", "dtype"]
@@ -72,8 +77,41 @@ def list_variables(path):
         reader.close()
 
 
-def variables_to_restore(model, *, include=None, exclude=None):
+def checkpoint_format(path):
+    """Which kind of checkpoint `path` is.
+
+    Args:
+        path: A checkpoint directory (its latest checkpoint), a checkpoint
+            prefix, or a `.weights.h5` / `.keras` file.
+
+    Returns:
+        `"tf1"` for a TF1 name-based checkpoint (TF-Slim's,
+        `tf.compat.v1.train.Saver`'s), `"tf2"` for an object-based one
+        (`tf.train.Checkpoint`, keras_slim's `Checkpoints`), `"keras"` for
+        a Keras weights file.
+
+    Raises:
+        FileNotFoundError: if there is no checkpoint at `path`.
+
+    Example:
+    ```python
+    if checkpoint_format(path) == "tf1":
+        name_map = nets.slim_name_map("inception_v3")  # TF-Slim's names
+    ```
+    """
+    reader = _checkpoint_readers.resolve(path)
+    try:
+        return reader.kind
+    finally:
+        reader.close()
+
+
+def variables_to_restore(model, include=None, exclude=None):
     """The model variables a warm start restores (slim's function).
+
+    TF-Slim's `get_variables_to_restore(include, exclude)` with the model
+    first: `variables_to_restore(model, ["a"], ["a/c"])` as ported code
+    calls `slim.get_variables_to_restore(["a"], ["a/c"])`.
 
     Every variable of the model, trainable or not (batch-norm statistics
     included), except the state of random seed generators (dropout's),
@@ -136,7 +174,7 @@ def available_in_checkpoint(var_map, path):
     Example:
     ```python
     var_map = available_in_checkpoint(variables_to_restore(model), ckpt)
-    assign_from_checkpoint(var_map, ckpt)
+    assign_from_checkpoint(ckpt, var_map)
     ```
     """
     var_map = _variable_maps.as_var_map(var_map)
@@ -148,44 +186,79 @@ def available_in_checkpoint(var_map, path):
     return {key: variable for key, (_, variable) in found.items()}
 
 
-def assign_from_checkpoint(var_map, path):
+def _path_and_map(first, second):
+    """`(path, var_map)` of the two arguments, in either order: a path is a
+    str or `os.PathLike`, a var_map a dict or a list of variables."""
+    if isinstance(first, (str, os.PathLike)):
+        return first, second  # TF-Slim's order: model_path, var_list
+    if isinstance(second, (str, os.PathLike)):
+        return second, first
+    raise TypeError(
+        "Invalid arguments for `assign_from_checkpoint`. Received: "
+        f"{type(first).__name__} and {type(second).__name__}. Expected a "
+        "checkpoint path (str) and a dict {checkpoint key: variable} or a "
+        "list of variables, in either order."
+    )
+
+
+def assign_from_checkpoint(model_path, var_list, ignore_missing_vars=False):
     """Assigns checkpoint values to variables (slim's function, eagerly).
 
+    TF-Slim's `assign_from_checkpoint(model_path, var_list,
+    ignore_missing_vars)`, which builds an op and a feed dict, assigns
+    here at once. The first two arguments are taken in either order
+    (`assign_from_checkpoint(var_map, path)` works too): a path is a str,
+    a var_map a dict or a list.
+
     Args:
-        var_map: A dict {checkpoint key: variable}, or a list of variables
-            (keyed by path). For a TF2 checkpoint whose root has a `model`
-            object (keras_slim's), keys are paths below it.
-        path: A checkpoint directory, prefix or Keras weights file.
+        model_path: A checkpoint directory, prefix or Keras weights file.
+        var_list: A dict {checkpoint key: variable}, or a list of
+            variables (keyed by path). For a TF2 checkpoint whose root has
+            a `model` object (keras_slim's), keys are paths below it.
+        ignore_missing_vars: Boolean. If `True`, keys the checkpoint lacks
+            are skipped (a warning names them), as in TF-Slim; a shape
+            that differs is an error all the same.
+            Defaults to `False`.
 
     Returns:
         The number of variables assigned.
 
     Raises:
-        FileNotFoundError: if there is no checkpoint at `path`.
+        FileNotFoundError: if there is no checkpoint at `model_path`.
         ValueError: if a key is not in the checkpoint (all such keys are
-            listed) or a shape differs (each is named); nothing is
-            assigned then.
+            listed) and `ignore_missing_vars` is `False`, or if a shape
+            differs (each is named); nothing is assigned then.
+        TypeError: if neither argument is a path.
 
     Example:
     ```python
-    assign_from_checkpoint({"fc/weights": model.layers[1].kernel}, ckpt)
+    assign_from_checkpoint(ckpt, {"fc/weights": model.layers[1].kernel})
     ```
     """
+    path, var_map = _path_and_map(model_path, var_list)
     var_map = _variable_maps.as_var_map(var_map)
     reader = _checkpoint_readers.resolve(path)
     try:
         found, missing, mismatched = _variable_maps.split(var_map, reader)
-        if missing:
+        if missing and not ignore_missing_vars:
             raise ValueError(
                 f"{len(missing)} keys are not in the {reader.format} "
                 f"{reader.path!r}: {sorted(missing)}. It holds: "
-                f"{_variable_maps.some(reader.entries)}"
+                f"{_variable_maps.some(reader.entries)}. Pass "
+                "ignore_missing_vars=True to skip them."
             )
         if mismatched:
             raise ValueError(
                 f"Shapes differ between the {reader.format} "
                 f"{reader.path!r} and the variables:\n"
                 + _variable_maps.mismatch_lines(mismatched, var_map, reader)
+            )
+        if missing:
+            _LOG.warning(
+                "%d keys are not in %r, left as they are: %s",
+                len(missing),
+                reader.path,
+                sorted(missing),
             )
         values = {key: reader.read(name) for key, (name, _) in found.items()}
     finally:

@@ -89,6 +89,8 @@ def once_per_session(tmp_path_factory, name, make):
     Returns:
         What `make()` returned, here or in the other worker.
     """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return make()  # one process: nothing to share
     root = tmp_path_factory.getbasetemp().parent
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -60,6 +60,18 @@ def test_list_variables_of_keras_files(tmp_path, source, suffix):
     assert names["layers/dense_1/vars/1"] == (3,)
 
 
+def test_checkpoint_format_tells_the_three_apart(tf1, tmp_path, source):
+    prefix, _ = tf1
+    assert checkpoints.checkpoint_format(prefix) == "tf1"
+    tf2 = files.write_tf2(tmp_path / "model.ckpt-3", source)
+    assert checkpoints.checkpoint_format(tf2) == "tf2"
+    weights = str(tmp_path / "model.weights.h5")
+    source.save_weights(weights)
+    assert checkpoints.checkpoint_format(weights) == "keras"
+    with pytest.raises(FileNotFoundError, match="nothing"):
+        checkpoints.checkpoint_format(str(tmp_path / "nothing"))
+
+
 @pytest.mark.parametrize("name", ["nothing", "nothing.weights.h5", "dir"])
 def test_missing_checkpoint_is_named(tmp_path, name):
     path = tmp_path / name
@@ -120,6 +132,31 @@ def test_assign_from_a_tf2_checkpoint_by_path(tmp_path, source):
     # A list of variables is keyed by path, below the checkpoint's `model`.
     checkpoints.assign_from_checkpoint(model.weights, prefix)
     files.assert_values(model, files.values_of(source))
+
+
+def test_tf_slims_positional_calls(tf1):
+    """As TF-Slim's callers and tests write them: `get_variables_to_restore(
+    include, exclude)`, `assign_from_checkpoint(model_path, var_list,
+    ignore_missing_vars)`, object_detection's `get_variables_available_in_
+    checkpoint(variables, checkpoint_path)`."""
+    prefix, values = tf1
+    model = fresh()
+    fc1 = model.get_layer("fc1")
+    restored = checkpoints.variables_to_restore(model, ["fc1"], ["fc1/bias"])
+    assert [v.path for v in restored] == ["fc1/kernel"]
+
+    var_map = {"MLP/fc1/weights": fc1.kernel, "MLP/fc1/nope": fc1.bias}
+    bias = fc1.bias.numpy()
+    with pytest.raises(ValueError, match="ignore_missing_vars=True"):
+        checkpoints.assign_from_checkpoint(prefix, var_map)
+    assert checkpoints.assign_from_checkpoint(prefix, var_map, True) == 1
+    np.testing.assert_array_equal(fc1.kernel.numpy(), values["MLP/fc1/weights"])
+    np.testing.assert_array_equal(fc1.bias.numpy(), bias)  # left as it was
+
+    available = checkpoints.available_in_checkpoint(var_map, prefix)
+    assert list(available) == ["MLP/fc1/weights"]
+    with pytest.raises(TypeError, match="Expected a checkpoint path"):
+        checkpoints.assign_from_checkpoint(var_map, var_map)
 
 
 def _missing_keys(model):

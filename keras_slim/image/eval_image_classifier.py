@@ -30,6 +30,7 @@ import sys
 import keras
 import tensorflow as tf
 
+from keras_slim import checkpoints
 from keras_slim import training_state
 from keras_slim.image import _console
 from keras_slim.image import _flags
@@ -99,6 +100,14 @@ def parser():
         help="With --eval_interval_secs: stop after evaluating a checkpoint "
         "of this global step or later (the end of training).",
     )
+    add(
+        "--moving_average_decay",
+        type=_flags.fraction,
+        default=None,
+        help="The decay to use for the moving average. If left as None, "
+        "then moving averages are not used (a TF-Slim checkpoint's; a "
+        "keras_slim checkpoint's are used whenever it holds them).",
+    )
     _flags.add_model_flags(add, image_size_flag="--eval_image_size")
     _flags.add_data_flags(add)
     _flags.add_logging_flags(add)
@@ -110,7 +119,8 @@ def evaluate(model, dataset, *, max_num_batches=None):
     `(images, one-hot labels)`, in inference mode.
 
     Args:
-        model: A Keras model returning logits.
+        model: A Keras model returning logits (its first output, when
+            it has TF-Slim's AuxLogits too).
         dataset: A finite `tf.data.Dataset`.
         max_num_batches: Evaluate at most this many batches (`None`: all).
             Defaults to `None`.
@@ -139,6 +149,8 @@ def evaluate(model, dataset, *, max_num_batches=None):
     @tf.function
     def step(images, labels):
         logits = model(images, training=False)
+        if isinstance(logits, (list, tuple)):
+            logits = logits[0]  # not TF-Slim's AuxLogits
         for name, metric in metrics.items():
             if name == "loss":
                 metric.update_state(cross_entropy(labels, logits))
@@ -166,8 +178,41 @@ def _eval_dir(flags):
     return os.path.join(directory, "eval")
 
 
+def _restore_tf_slim(model, path, flags):
+    """Restores a TF-Slim checkpoint (TF1, TF-Slim's names) into the net,
+    every variable (batch-norm statistics too) from TF-Slim's name; with
+    `--moving_average_decay`, a trainable variable's moving average
+    (`<name>/ExponentialMovingAverage`) where the checkpoint holds it, as
+    TF-Slim's eval_image_classifier restored them.
+
+    Returns:
+        `(global_step, used_averages)`.
+
+    Raises:
+        ValueError: naming the variables the checkpoint lacks.
+    """
+    name_map = nets.slim_name_map(flags.model_name)
+    saved = {v.name for v in checkpoints.list_variables(path)}
+    trainable = {id(v) for v in model.trainable_variables}
+    var_map, averaged = {}, False
+    for variable in checkpoints.variables_to_restore(model):
+        name = name_map(variable.path)
+        average = f"{name}/ExponentialMovingAverage"
+        use = flags.moving_average_decay and id(variable) in trainable
+        if use and average in saved:
+            name, averaged = average, True
+        var_map[name] = variable
+    checkpoints.assign_from_checkpoint(path, var_map)
+    reader = tf.train.load_checkpoint(path)
+    step = reader.get_tensor("global_step") if "global_step" in saved else 0
+    return int(step), averaged
+
+
 def _evaluate_checkpoint(model, task, path, writer, flags):
-    step, averaged = training_state.restore_for_inference(model, path)
+    if checkpoints.checkpoint_format(path) == "tf1":
+        step, averaged = _restore_tf_slim(model, path, flags)
+    else:
+        step, averaged = training_state.restore_for_inference(model, path)
     results = evaluate(
         model,
         task.make_dataset(None),

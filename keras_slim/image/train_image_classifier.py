@@ -31,8 +31,8 @@ import sys
 import keras
 
 import keras_slim
-from keras_slim import _checkpoint_readers
 from keras_slim import _validation
+from keras_slim import checkpoints
 from keras_slim.callbacks import StepCallback
 from keras_slim.callbacks import WarmStart
 from keras_slim.callbacks._files import check_writable
@@ -42,6 +42,7 @@ from keras_slim.image import _console
 from keras_slim.image import _flags
 from keras_slim.image import _optimization
 from keras_slim.image import _task
+from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier
 from keras_slim.image import nets
 
@@ -127,7 +128,7 @@ def _check(p, flags):
         )
     if flags.checkpoint_path is not None:
         try:
-            _checkpoint_readers.resolve(flags.checkpoint_path).close()
+            checkpoints.checkpoint_format(flags.checkpoint_path)
         except (FileNotFoundError, ValueError) as error:
             p.error(f"argument --checkpoint_path: {error}")
     try:
@@ -151,16 +152,18 @@ def _deployment(flags):
     )
 
 
-def _policy(flags):
-    def prefixes(scopes):
-        # slim's scopes are prefixes of variable names.
-        return [f"{scope}.*" for scope in scopes]
+def _scopes(flags, scopes):
+    """Patterns on variable paths for scopes as TF-Slim's users write
+    them (`InceptionV3/Logits`) or as Keras paths (`logits`): prefixes."""
+    return [f"{nets.slim_scope(flags.model_name, s)}.*" for s in scopes]
 
+
+def _policy(flags):
     return keras_slim.GradientPolicy(
-        trainable=prefixes(flags.trainable_scopes)
+        trainable=_scopes(flags, flags.trainable_scopes)
         if flags.trainable_scopes
         else None,
-        freeze=prefixes(flags.freeze),
+        freeze=_scopes(flags, flags.freeze),
         multipliers=flags.gradient_multipliers,
         clip_norm=flags.clip_gradient_norm,
     )
@@ -187,19 +190,26 @@ def _build(flags, task):
         end_learning_rate=flags.end_learning_rate,
         replicas_to_aggregate=flags.replicas_to_aggregate,
     )
-    model.compile(
-        optimizer=_optimization.optimizer(
-            flags.optimizer,
-            rate,
-            epsilon=flags.opt_epsilon,
-            momentum=flags.momentum,
-            moving_average_decay=flags.moving_average_decay,
-        ),
-        loss=keras.losses.CategoricalCrossentropy(
-            from_logits=True, label_smoothing=flags.label_smoothing
-        ),
-        metrics=["accuracy"],
+    loss = keras.losses.CategoricalCrossentropy(
+        from_logits=True, label_smoothing=flags.label_smoothing
     )
+    optimizer = _optimization.optimizer(
+        flags.optimizer,
+        rate,
+        epsilon=flags.opt_epsilon,
+        momentum=flags.momentum,
+        moving_average_decay=flags.moving_average_decay,
+    )
+    if len(model.outputs) == 2:
+        # TF-Slim's AuxLogits: their loss weighs 0.4 of the logits'.
+        model.compile(
+            optimizer=optimizer,
+            loss=[loss, loss],
+            loss_weights=[1.0, 0.4],
+            metrics=[["accuracy"], []],
+        )
+    else:
+        model.compile(optimizer=optimizer, loss=loss, metrics=["accuracy"])
     return model
 
 
@@ -220,6 +230,22 @@ class _Progress(StepCallback):
         self.bar.update(self.counter.step, values=values)
 
 
+def _held_out_task(flags):
+    """The validation split the chief evaluates at the end, found before
+    the first step; `None` (said once) when `--dataset_dir` has none."""
+    try:
+        return _task.task(
+            flags,
+            split="validation",
+            batch_size=100,
+            image_size=flags.train_image_size,
+            is_training=False,
+        )
+    except datasets.MissingSplitError as error:
+        _LOG.info("No held-out accuracy at the end: %s", error)
+        return None
+
+
 def _held_out(model, flags, task):
     """The accuracy on the held-out split, printed at the end of training."""
     if flags.moving_average_decay:
@@ -232,10 +258,7 @@ def _warm_start(flags):
     if not flags.checkpoint_path:
         return None
     name_map = None
-    reader = _checkpoint_readers.resolve(flags.checkpoint_path)
-    tf1 = isinstance(reader, _checkpoint_readers.TF1Reader)
-    reader.close()
-    if tf1:
+    if checkpoints.checkpoint_format(flags.checkpoint_path) == "tf1":
         # A TF-Slim checkpoint: TF-Slim's names, not Keras's paths.
         try:
             name_map = nets.slim_name_map(flags.model_name)
@@ -243,10 +266,23 @@ def _warm_start(flags):
             name_map = None  # names as they are (the paths)
     return WarmStart(
         flags.checkpoint_path,
-        exclude=[f"{s}.*" for s in flags.checkpoint_exclude_scopes],
+        exclude=_scopes(flags, flags.checkpoint_exclude_scopes),
         ignore_missing=flags.ignore_missing_vars,
         name_map=name_map,
     )
+
+
+def _labelled_for(model, make_dataset):
+    """The dataset function, its labels given to each of the model's
+    outputs (the logits and TF-Slim's AuxLogits)."""
+    if len(model.outputs) == 1:
+        return make_dataset
+
+    def make(input_context=None):
+        data = make_dataset(input_context)
+        return data.map(lambda images, labels: (images, (labels, labels)))
+
+    return make
 
 
 def run(flags):
@@ -266,7 +302,8 @@ def run(flags):
     )
     with strategy.scope():
         model = _build(flags, train)
-    data = train.make_dataset
+    held_out = _held_out_task(flags) if config.is_chief else None
+    data = _labelled_for(model, train.make_dataset)
     if not flags.num_ps_tasks:
         data = data(None)  # parameter-server workers call the function
     warm = _warm_start(flags)
@@ -300,13 +337,8 @@ def run(flags):
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return PREEMPTED_EXIT_CODE
     if config.is_chief:
-        held_out = _task.task(
-            flags,
-            split="validation",
-            batch_size=100,
-            image_size=flags.train_image_size,
-            is_training=False,
-        )
+        print(f"TensorBoard: tensorboard --logdir {flags.train_dir}")
+    if held_out is not None:
         accuracy, count = _held_out(model, flags, held_out)
         step = int(model.optimizer.iterations.numpy())
         what = "digits" if flags.dataset_dir is None else "images"
@@ -314,7 +346,6 @@ def run(flags):
             f"held-out accuracy: {accuracy:.4f} on {count} {what} "
             f"(global step {step})"
         )
-        print(f"TensorBoard: tensorboard --logdir {flags.train_dir}")
     return 0
 
 

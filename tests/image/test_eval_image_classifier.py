@@ -4,13 +4,17 @@ help; the warm start from a TF-Slim checkpoint the command picks."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from keras_slim import checkpoints
+from keras_slim import training_state
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier as eval_cli
 from keras_slim.image import nets
 from keras_slim.image import train_image_classifier as train_cli
 from tests.callbacks.test_summaries import read_events
 from tests.checkpoint_files import write_tf1
+from tests.checkpoint_files import write_tf2
 from tests.helpers import run_module
 
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -94,6 +98,92 @@ def test_train_then_eval(dataset):
     assert float(eval_events["eval/Accuracy"][60]) == pytest.approx(accuracy)
 
 
+#: TF-Slim's own inception_v2 (tf_slim.nets), 3 classes, for the commands
+#: (tests/image/conftest.py runs it).
+SPECS = [
+    {
+        "name": "inception_v2_3_classes",
+        "module": "inception_v2",
+        "function": "inception_v2",
+        "arg_scope": "inception_v2_arg_scope",
+        "num_classes": 3,
+        "image_size": 32,
+        "batch": 2,
+        "features": "Mixed_5c",
+        "checkpoint": True,
+    }
+]
+
+
+def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
+    """TF-Slim README's fine-tuning command, its flags as written there,
+    on TF-Slim's own inception_v2 checkpoint; then keras-slim-eval on
+    that checkpoint itself (the migration check)."""
+    _, root = dataset
+    data = str(root / "data")
+    checkpoint = str(slim / "inception_v2_3_classes" / "model.ckpt")
+    train_dir = root / "fine_tuned"
+    common = [
+        f"--dataset_dir={data}",
+        "--dataset_name=colors",
+        "--model_name=inception_v2",
+    ]
+    trained = run_module(
+        "keras_slim.image.train_image_classifier",
+        f"--train_dir={train_dir}",
+        *common,
+        f"--checkpoint_path={checkpoint}",
+        "--checkpoint_exclude_scopes=InceptionV2/Logits",
+        "--trainable_scopes=InceptionV2/Logits",
+        "--train_image_size=32",
+        "--max_number_of_steps=4",
+        "--batch_size=8",
+        "--no-summarize_activations",
+        timeout=300,
+        env=ENV,
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    reader = tf.train.load_checkpoint(checkpoint)
+    name_map = nets.slim_name_map("inception_v2")
+    model = nets.build("inception_v2", 3, image_size=32)
+    training_state.restore_for_inference(
+        model, tf.train.latest_checkpoint(str(train_dir))
+    )
+    for variable in model.trainable_variables:
+        saved = reader.get_tensor(name_map(variable.path))
+        if variable.path.startswith("Logits."):
+            assert not np.array_equal(variable.numpy(), saved)  # trained
+        else:
+            np.testing.assert_array_equal(variable.numpy(), saved)
+
+    evaluated = run_module(
+        "keras_slim.image.eval_image_classifier",
+        f"--checkpoint_path={checkpoint}",
+        *common,
+        "--eval_image_size=32",
+        timeout=300,
+        env=ENV,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    line = evaluated.stdout.strip().splitlines()[-1]
+    assert line.startswith("global step 0: eval/Accuracy = "), line
+    accuracy = float(line.split("eval/Accuracy = ")[1].split(",")[0])
+    var_map = {
+        name_map(v.path): v for v in checkpoints.variables_to_restore(model)
+    }
+    checkpoints.assign_from_checkpoint(var_map, checkpoint)
+    images = datasets.load(
+        data,
+        "validation",
+        image_size=32,
+        batch_size=100,
+        is_training=False,
+        preprocessing_name="inception",
+    )
+    expected = eval_cli.evaluate(model, images.dataset)["accuracy"]
+    assert accuracy == pytest.approx(expected, abs=1e-6)
+
+
 def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
     (tmp_path / "empty").mkdir()
     result = run_module(
@@ -114,9 +204,9 @@ def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
     [
         (
             train_cli.main,
-            ["--model_name", "mobilenet_v2", "--train_image_size", "16"],
-            "argument --train_image_size: mobilenet_v2 takes images of at "
-            "least 32 pixels, got 16",
+            ["--model_name", "inception_v3", "--train_image_size", "16"],
+            "argument --train_image_size: inception_v3 takes images of at "
+            "least 107 pixels, got 16",
         ),
         (
             train_cli.main,
@@ -125,8 +215,8 @@ def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
         ),
         (
             train_cli.main,
-            ["--model_name", "vgg_16"],
-            "argument --model_name: invalid choice: 'vgg_16'",
+            ["--model_name", "nasnet_large"],
+            "argument --model_name: invalid choice: 'nasnet_large'",
         ),
         (
             eval_cli.main,
@@ -167,31 +257,32 @@ def test_every_flag_has_help(parser):
     assert not missing
 
 
-def test_a_tf_slim_checkpoint_is_read_through_the_nets_name_map(tmp_path):
-    # TF-Slim's names for two MobileNetV2 variables, in a TF1 checkpoint.
+def test_the_warm_start_reads_tf_slim_names_and_scopes(tmp_path, source):
+    """A TF1 checkpoint is read through the net's TF-Slim name map, and
+    scopes as TF-Slim's README writes them select the same variables; a
+    keras_slim (TF2) checkpoint keeps the Keras paths."""
     prefix = write_tf1(
-        tmp_path / "mobilenet_v2.ckpt",
-        {"MobilenetV2/Conv/weights": np.ones((3, 3, 3, 32), "float32")},
+        tmp_path / "mobilenet_v1.ckpt",
+        {"MobilenetV1/Conv2d_0/weights": np.ones((3, 3, 3, 8), "float32")},
     )
     flags = train_cli.parser().parse_args(
         [
             "--train_dir",
             str(tmp_path / "t"),
             "--model_name",
-            "mobilenet_v2",
+            "mobilenet_v1_025",
             "--checkpoint_path",
             prefix,
             "--checkpoint_exclude_scopes",
-            "logits",
+            "MobilenetV1/Logits,MobilenetV1/Conv2d_13_pointwise",
         ]
     )
     warm = train_cli._warm_start(flags)
-    mapping = nets.slim_name_map("mobilenet_v2")
-    assert warm._name_map("Conv1/kernel") == mapping("Conv1/kernel")
-    assert warm._name_map("Conv1/kernel") == "MobilenetV2/Conv/weights"
-    assert warm.exclude == ["logits.*"]
-    # A keras_slim (TF2) checkpoint keeps the paths.
-    flags.model_name = "digits_cnn"
+    assert warm._name_map("Conv2d_0/kernel") == "MobilenetV1/Conv2d_0/weights"
+    assert warm.exclude == ["Logits.*", "Conv2d_13_pointwise.*"]
+    tf2 = tmp_path / "model.ckpt-3"
+    source_prefix = write_tf2(tf2, source)
+    flags.checkpoint_path = source_prefix
     assert train_cli._warm_start(flags)._name_map is None
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 import keras_slim
 from keras_slim import checkpoints
 from keras_slim.image import _optimization
+from keras_slim.image import _task
 from keras_slim.image import train_image_classifier as cli
 from keras_slim.image.datasets import digits
 from keras_slim.image.nets import digits_cnn
@@ -615,3 +616,50 @@ def test_summary_flags():
     assert flags.summarize_variables is True
     assert flags.summarize_activations is False
     assert flags.summarize_gradients is True
+
+
+def test_a_net_with_aux_logits_trains_both_heads_as_tf_slim(monkeypatch):
+    """TF-Slim's train_image_classifier adds the AuxLogits' cross-entropy
+    with weight 0.4: the command compiles a two-output net so, and gives
+    both outputs the labels."""
+
+    def two_heads(name, num_classes, **kwargs):
+        keras.utils.set_random_seed(0)
+        images = keras.Input((4, 4, 3), name="images")
+        flat = keras.layers.Flatten()(images)
+        logits = keras.layers.Dense(num_classes, name="Logits")(flat)
+        aux = keras.layers.Dense(num_classes, name="AuxLogits")(flat)
+        return keras_slim.SlimModel(images, [logits, aux])
+
+    monkeypatch.setattr(cli.nets, "build", two_heads)
+    flags = cli.parser().parse_args(["--optimizer", "sgd"])
+    flags.replicas_to_aggregate = 1  # as _check sets it
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(8, 4, 4, 3)).astype("float32")
+    labels = np.eye(3, dtype="float32")[rng.integers(0, 3, 8)]
+    task = _task.Task(
+        "inception_v3",
+        4,
+        "inception",
+        3,
+        8,
+        lambda context=None: tf.data.Dataset.from_tensors((images, labels)),
+        3,
+    )
+    model = cli._build(flags, task)
+    data = cli._labelled_for(model, task.make_dataset)(None)
+    logits, aux = model(images)
+    cross_entropy = keras.losses.CategoricalCrossentropy(from_logits=True)
+    expected = float(cross_entropy(labels, logits)) + 0.4 * float(
+        cross_entropy(labels, aux)
+    )
+    results = model.evaluate(data, verbose=0, return_dict=True)
+    assert results["loss"] == pytest.approx(expected, rel=1e-5)
+    # Accuracy of the logits only, as TF-Slim's eval reports it.
+    assert sorted(results) == [
+        "AuxLogits_loss",
+        "Logits_accuracy",
+        "Logits_loss",
+        "loss",
+    ]
+    model.fit(data, epochs=1, verbose=0)  # both heads train

@@ -31,6 +31,9 @@ import keras
 _SLIM_VARIABLES = {
     "kernel": "weights",
     "bias": "biases",
+    # A Keras SeparableConv2D's (inception_v2's first layer).
+    "depthwise_kernel": "depthwise_weights",
+    "pointwise_kernel": "pointwise_weights",
     "gamma": "gamma",
     "beta": "beta",
     "moving_mean": "moving_mean",

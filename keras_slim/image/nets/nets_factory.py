@@ -103,7 +103,7 @@ _NETS = {
         "alexnet_v2_arg_scope",
         "alexnet_v2",
         224,
-        224,
+        195,
         "vgg",
     ),
     "overfeat": _Net(
@@ -124,7 +124,7 @@ _NETS = {
         "inception_v1_arg_scope",
         "InceptionV1",
         224,
-        32,
+        193,
         "inception",
     ),
     "inception_v2": _Net(
@@ -133,7 +133,7 @@ _NETS = {
         "inception_v2_arg_scope",
         "InceptionV2",
         224,
-        32,
+        1,
         "inception",
     ),
     "inception_v3": _Net(
@@ -142,7 +142,7 @@ _NETS = {
         "inception_v3_arg_scope",
         "InceptionV3",
         299,
-        75,
+        107,
         "inception",
     ),
     "inception_v4": _Net(
@@ -151,7 +151,7 @@ _NETS = {
         "inception_v4_arg_scope",
         "InceptionV4",
         299,
-        75,
+        107,
         "inception",
     ),
     "inception_resnet_v2": _Net(
@@ -160,54 +160,43 @@ _NETS = {
         "inception_resnet_v2_arg_scope",
         "InceptionResnetV2",
         299,
-        75,
+        107,
         "inception",
     ),
-    **_resnets("v1", 32),
-    **_resnets("v2", 32),
+    **_resnets("v1", 1),
+    **_resnets("v2", 1),
     "mobilenet_v1": _Net(
         "mobilenet_v1",
         "mobilenet_v1",
         "mobilenet_v1_arg_scope",
         "MobilenetV1",
         224,
-        32,
+        1,
         "inception",
     ),
     **{
         f"mobilenet_v1_{suffix}": _Net(
             "mobilenet_v1",
-            "mobilenet_v1",
+            f"mobilenet_v1_{suffix}",
             "mobilenet_v1_arg_scope",
             "MobilenetV1",
             224,
-            32,
+            1,
             "inception",
-            (("depth_multiplier", multiplier),),
         )
-        for suffix, multiplier in (("075", 0.75), ("050", 0.5), ("025", 0.25))
+        for suffix in ("075", "050", "025")
     },
-    "mobilenet_v2": _Net(
-        "mobilenet_v2",
-        "mobilenet_v2",
-        "mobilenet_v2_arg_scope",
-        "MobilenetV2",
-        224,
-        32,
-        "inception",
-    ),
     **{
-        f"mobilenet_v2_{suffix}": _Net(
+        name: _Net(
             "mobilenet_v2",
-            "mobilenet_v2",
+            name,
             "mobilenet_v2_arg_scope",
             "MobilenetV2",
             224,
-            32,
+            1,
             "inception",
-            (("depth_multiplier", multiplier),),
         )
-        for suffix, multiplier in (("140", 1.4), ("035", 0.35))
+        for name in ("mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035")
     },
 }
 
@@ -261,8 +250,10 @@ def minimum_image_size(model_name):
         model_name: One of `NETWORKS`.
 
     Returns:
-        The smallest side TF-Slim's net builds on (224 for `vgg_16`, whose
-        `fc6` is a 7x7 `VALID` convolution; 75 for `inception_v3`).
+        The smallest side TF-Slim's net builds on: 224 for `vgg_16`, whose
+        `fc6` is a 7x7 `VALID` convolution; 107 for `inception_v3`, whose
+        auxiliary head pools 5x5 `VALID`; 1 for the nets of `SAME`
+        convolutions (resnets, mobilenets).
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`.
@@ -433,7 +424,17 @@ def build(
         outputs = digits_cnn.network(num_classes, weight_decay)(inputs)
     else:
         network_fn = get_network_fn(model_name, num_classes, weight_decay)
-        outputs, end_points = network_fn(inputs)
+        try:
+            outputs, end_points = network_fn(inputs)
+        except ValueError as error:
+            raise ValueError(
+                f"Invalid value for argument `image_size`. Received: "
+                f"image_size={image_size}, on which {model_name}'s layers "
+                "do not fit (its logits would not be 1x1, as in TF-Slim). "
+                f"Expected {default_image_size(model_name)}, TF-Slim's size "
+                f"for {model_name}, or a size close to it and at least "
+                f"{minimum_image_size(model_name)}."
+            ) from error
         if "AuxLogits" in end_points:
             outputs = [outputs, end_points["AuxLogits"]]
     return SlimModel(

@@ -73,6 +73,18 @@ def assert_same_variables(model_name, model, out, slim_name):
     assert ours == theirs
 
 
+def assert_same_end_point_shapes(model_name, out, slim_name, end_points):
+    """The end points TF-Slim's net and ours both have are of the same
+    shapes (TF-Slim's keys hold the net's scope; ours do not)."""
+    scope = nets.nets_factory._NETS[model_name].scope
+    theirs = json.loads((out / f"{slim_name}.end_points.json").read_text())
+    theirs = {key.removeprefix(f"{scope}/"): v for key, v in theirs.items()}
+    shared = sorted(set(theirs) & set(end_points))
+    assert len(shared) >= 5, (sorted(theirs), sorted(end_points))
+    for key in shared:
+        assert list(end_points[key].shape[1:]) == theirs[key], key
+
+
 def assert_same_function(model_name, model, out, slim_name, rtol=1e-4):
     """Loaded from TF-Slim's checkpoint, the model gives TF-Slim's
     pre-logit features and logits on TF-Slim's batch."""

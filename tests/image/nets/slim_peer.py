@@ -8,7 +8,8 @@ the end point of the pre-logit features, `checkpoint`: whether to save
 one), builds the net in its own graph with `is_training=False`, gives
 every variable random values (the initializers' weights; batch-norm
 statistics, `beta` and `gamma` drawn at random), and writes
-`OUT_DIR/<name>.json`: the variables' names and shapes; with
+`OUT_DIR/<name>.json`: the variables' names and shapes,
+`OUT_DIR/<name>.end_points.json`: the end points' shapes; with
 `checkpoint`, also `OUT_DIR/<name>/model.ckpt` (TF1, TF-Slim's names) and
 `OUT_DIR/<name>.npz`: a fixed random batch (`images`), its `logits` and
 its `features`. TF-Slim 1.1.0 on TF 2.21 needs two shims (see
@@ -42,7 +43,9 @@ import tf_slim as slim  # noqa: E402
 
 
 def _randomize(session, rng):
-    """Random batch-norm statistics and affine terms; weights as drawn."""
+    """Random batch-norm statistics and affine terms, and biases; the
+    weights as their initializers drew them. One run for all of them."""
+    feeds, assigns = {}, []
     for variable in tf1.global_variables():
         name = variable.op.name
         shape = variable.shape.as_list()
@@ -56,7 +59,11 @@ def _randomize(session, rng):
             value = rng.normal(0.0, 0.1, shape)
         else:
             continue
-        variable.load(value.astype(np.float32), session)
+        placeholder = tf1.placeholder(variable.dtype.base_dtype, shape)
+        assigns.append(variable.assign(placeholder))
+        feeds[placeholder] = value.astype(np.float32)
+    if assigns:
+        session.run(assigns, feeds)
 
 
 def _end_point(end_points, graph, name):
@@ -85,6 +92,14 @@ def build(spec, out_dir):
         }
         with open(os.path.join(out_dir, f"{spec['name']}.json"), "w") as f:
             json.dump(variables, f)
+        shapes = {
+            key: tensor.shape.as_list()[1:]
+            for key, tensor in end_points.items()
+        }
+        shapes["logits"] = logits.shape.as_list()[1:]
+        path = os.path.join(out_dir, f"{spec['name']}.end_points.json")
+        with open(path, "w") as f:
+            json.dump(shapes, f)
         if not spec.get("checkpoint"):
             return
         features = _end_point(end_points, graph, spec["features"])

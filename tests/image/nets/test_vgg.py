@@ -36,11 +36,6 @@ SPECS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def slim(tmp_path_factory):
-    return peer.run(tmp_path_factory, "tf_slim_vgg", SPECS)
-
-
 def test_vgg_16_gives_tf_slims_function_from_its_checkpoint(slim):
     model = peer.build("vgg_16", 10, 224, "fc7")
     peer.assert_same_function("vgg_16", model, slim, "vgg_16")
