@@ -201,8 +201,9 @@ class TrainFunction:
 
     def _build(self, feed, iterator):
         """Builds the model's metrics and optimizer from the data's spec, as
-        the first traced step would: a `fit` whose calls all run no step
-        (a run resumed at its end) still reports its epoch's metrics."""
+        the first traced step would, before the step is traced (one trace,
+        not two), and for a `fit` whose calls all run no step (a run
+        resumed at its end), which still reports its epoch's metrics."""
         if self._built:
             return
         spec = (
@@ -238,6 +239,10 @@ class TrainFunction:
             run.no_step = False
             self._build(feed, iterator)
             return {}
+        # Variables made while tracing (the optimizer's slots, the metrics'
+        # state) would make `tf.function` trace the step twice, as Keras's
+        # own fit does on the default strategy: build them first.
+        self._build(feed, iterator)
         functions = self.for_run()
         outputs, records = self._steps(functions, feed, iterator)
         if run is not None:

@@ -9,6 +9,7 @@ either from arrays; `digits` is the bundled 8x8 digits.
 from keras_slim.image.datasets.dataset_factory import CHANNELS
 from keras_slim.image.datasets.dataset_factory import FORMATS
 from keras_slim.image.datasets.dataset_factory import ImageData
+from keras_slim.image.datasets.dataset_factory import MissingSplitError
 from keras_slim.image.datasets.dataset_factory import load
 from keras_slim.image.datasets.folders import IMAGE_EXTENSIONS
 from keras_slim.image.datasets.writers import IMAGE_FORMATS
@@ -24,6 +25,7 @@ __all__ = [
     "IMAGE_FORMATS",
     "ImageData",
     "LABELS_FILENAME",
+    "MissingSplitError",
     "SPLITS",
     "load",
     "write_image_folder",

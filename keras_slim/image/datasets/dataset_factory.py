@@ -73,6 +73,7 @@ __all__ = [
     "IMAGE_FORMATS",
     "ImageData",
     "LABELS_FILENAME",
+    "MissingSplitError",
     "SPLITS",
     "load",
 ]
@@ -116,6 +117,11 @@ class ImageData:
     files: tuple
 
 
+class MissingSplitError(ValueError):
+    """`dataset_dir` holds no images of the split asked for (neither
+    TF-Slim's shards of it nor class subfolders)."""
+
+
 def load(
     dataset_dir,
     split,
@@ -152,9 +158,10 @@ def load(
         An `ImageData`.
 
     Raises:
+        MissingSplitError: (a `ValueError`) when `dataset_dir` holds
+            neither shards of the split nor class subfolders with images.
         ValueError: for a bad argument; when `dataset_dir` is not a
-            directory, holds neither shards of the split nor class
-            subfolders with images, or fewer than 2 classes; for a shard
+            directory, or fewer than 2 classes; for a shard
             that is not a TFRecord file, whose first record is not a
             TF-Slim `tf.train.Example` (or its image cannot be decoded), a
             record without a label or with a label outside the classes, a
@@ -243,7 +250,7 @@ def _find(dataset_dir, split, seed, validation_fraction):
         return folders.FolderSource.of_fraction(
             dataset_dir, split, seed, validation_fraction
         )
-    raise ValueError(
+    raise MissingSplitError(
         f"No images of split {split!r} found in {dataset_dir!r}. Looked for "
         f"TFRecord shards matching {pattern!r} and for class subfolders "
         f"holding images ({', '.join(IMAGE_EXTENSIONS)}); found "

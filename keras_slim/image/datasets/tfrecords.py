@@ -85,7 +85,9 @@ class TFRecordSource:
             tf.data.TFRecordDataset,
             cycle_length=min(len(self.files), _MAX_PARALLEL_SHARDS),
             num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=not pipeline.is_training,
+            # In order: the same records in the same order on every run,
+            # so a resumed run is the run never interrupted.
+            deterministic=True,
         )
         # Shuffle the serialized records (small), not decoded images.
         records = pipeline.shuffle(

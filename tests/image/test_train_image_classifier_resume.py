@@ -1,0 +1,164 @@
+"""keras-slim-train resumes exactly, as the library does.
+
+Each case runs the command once uninterrupted, then a chain in one
+`--train_dir`: a run killed with SIGKILL and a run stopped with SIGTERM,
+each at a randomly chosen step, and a last run left to finish. The chain's
+final checkpoint must hold the uninterrupted run's weights (the optimizer's
+slots and moving averages included). Checkpoints are saved every second,
+so a kill lands anywhere relative to the last save. The shards hold no
+validation split: the command says it has no held-out accuracy to print,
+before the first step, and trains.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_slim.errors import PREEMPTED_EXIT_CODE
+from keras_slim.image import datasets
+from tests.image.test_eval_image_classifier import colored_images
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+# A prime: the steps per call divide the run's steps, so each call is one
+# step and a signal can land at any step.
+STEPS = 37
+COMMON = [
+    *["--max_number_of_steps", str(STEPS), "--log_every_n_steps", "1"],
+    *["--save_interval_secs", "1", "--save_summaries_secs", "3600"],
+    *["--optimizer", "momentum", "--learning_rate", "0.05"],
+]
+
+
+def command(train_dir, flags, at_step=None, signal_number=None, timeout=180):
+    """Runs keras-slim-train; sends `signal_number` once it logs a global
+    step >= `at_step`. A watchdog kills it after `timeout` seconds.
+
+    Returns:
+        `(returncode, last global step logged, stdout lines)`.
+    """
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "keras_slim.image.train_image_classifier",
+            *["--train_dir", str(train_dir), *COMMON, *flags],
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=ENV,
+    )
+    watchdog = threading.Timer(timeout, process.kill)
+    watchdog.start()
+    lines, step, sent = [], None, False
+    try:
+        for line in process.stdout:
+            lines.append(line.rstrip())
+            if not line.startswith("global step ") or ":" not in line:
+                continue
+            step = int(line.split(":")[0].split()[-1])
+            if at_step is not None and not sent and step >= at_step:
+                process.send_signal(signal_number)
+                sent = True
+        code = process.wait(timeout=timeout)
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return code, step, lines
+
+
+def final_weights(train_dir):
+    """Every variable of the newest checkpoint but the save counter (and
+    the input iterator's state, a variant)."""
+    path = tf.train.latest_checkpoint(str(train_dir))
+    reader = tf.train.load_checkpoint(path)
+    return {
+        name: reader.get_tensor(name)
+        for name, dtype in reader.get_variable_to_dtype_map().items()
+        if dtype != tf.variant
+        and "save_counter" not in name
+        and "OBJECT_GRAPH" not in name
+    }
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """A folder of class subfolders and TF-Slim's TFRecord shards."""
+    root = tmp_path_factory.mktemp("images")
+    pictures, labels = colored_images(per_class=20, size=20)
+    datasets.write_image_folder(
+        pictures, labels, root / "folder", class_names=["r", "g", "b"]
+    )
+    datasets.write_tfrecords(
+        pictures,
+        labels,
+        root / "tfrecords",
+        name="colors",
+        split="train",
+        shards=3,
+        class_names=["r", "g", "b"],
+    )
+    return root
+
+
+# digits: the bundled default (shuffled); the folder and the shards with
+# inception's preprocessing (random crops and flips).
+CASES = {
+    "digits-2-clones-moving-averages": [
+        *["--num_clones", "2", "--clone_on_cpu"],
+        *["--moving_average_decay", "0.9"],
+    ],
+    "folder-augmented": [
+        *["--dataset_dir", "{folder}", "--preprocessing_name", "inception"],
+        *["--train_image_size", "16", "--batch_size", "8"],
+    ],
+    "tfrecords-augmented-moving-averages": [
+        *["--dataset_dir", "{tfrecords}", "--dataset_name", "colors"],
+        *["--preprocessing_name", "inception", "--train_image_size", "16"],
+        *["--batch_size", "8", "--moving_average_decay", "0.9"],
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_killed_and_stopped_then_rerun_equals_an_uninterrupted_run(
+    case, images, tmp_path
+):
+    flags = [
+        f.format(folder=images / "folder", tfrecords=images / "tfrecords")
+        for f in CASES[case]
+    ]
+    code, step, lines = command(tmp_path / "reference", flags)
+    assert code == 0 and step == STEPS, lines[-10:]
+    if case.startswith("tfrecords"):
+        assert any("No held-out accuracy" in line for line in lines[:10])
+
+    rng = np.random.default_rng(len(case))
+    kill_at, stop_at = sorted(rng.choice(np.arange(3, STEPS - 3), 2, False))
+    chain = tmp_path / "chain"
+    code, killed, lines = command(chain, flags, kill_at, signal.SIGKILL)
+    assert code == -signal.SIGKILL and killed < STEPS, lines[-10:]
+    code, stopped, lines = command(chain, flags, stop_at, signal.SIGTERM)
+    assert code == PREEMPTED_EXIT_CODE and stopped < STEPS, lines[-10:]
+    code, step, lines = command(chain, flags)
+    assert code == 0 and step == STEPS, lines[-10:]
+    assert any(line.startswith("Resumed from ") for line in lines)
+
+    reference = final_weights(tmp_path / "reference")
+    resumed = final_weights(chain)
+    assert sorted(resumed) == sorted(reference)
+    for name, value in reference.items():
+        if not np.issubdtype(np.asarray(value).dtype, np.floating):
+            np.testing.assert_array_equal(resumed[name], value, err_msg=name)
+            continue
+        np.testing.assert_allclose(
+            resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name
+        )
