@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/input_pipeline.py
 	$(BIN)/python bench/xla.py
 	$(BIN)/python bench/step_profile.py
+	$(BIN)/python bench/nets_load.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits
