@@ -431,8 +431,8 @@ def add_model_flags(add, *, image_size_flag):
         "--model_name",
         choices=nets.NETWORKS,
         default="digits_cnn",
-        help="The name of the architecture to train (keras_slim.image.nets: a "
-        "small CNN, or Keras Applications built with weights=None).",
+        help="The name of the architecture to train (keras_slim.image.nets: "
+        "TF-Slim's nets, or a small CNN for the digits).",
     )
     add(
         image_size_flag,

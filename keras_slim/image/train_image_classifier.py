@@ -6,11 +6,11 @@ gradient policy, and `--labels` to train on some digits). The data is
 scikit-learn's 8x8 digits, shipped with the package, or a user's images
 (`--dataset_dir`: a folder of class subfolders, or TF-Slim's TFRecord
 shards; `keras_slim.image.datasets`); the network a small CNN with batch norm
-(`conv1`, `conv2`, `logits`) or a Keras Applications net
-(`--model_name`, `keras_slim.image.nets`). It trains with `keras_slim.train`
-under the strategy of a `keras_slim.DeploymentConfig`, then prints the
-held-out accuracy and how to open TensorBoard; `keras-slim-eval`
-evaluates the checkpoints.
+(`conv1`, `conv2`, `logits`) or one of TF-Slim's nets by its
+nets_factory name (`--model_name`, `keras_slim.image.nets`). It trains
+with `keras_slim.train` under the strategy of a
+`keras_slim.DeploymentConfig`, then prints the held-out accuracy and
+how to open TensorBoard; `keras-slim-eval` evaluates the checkpoints.
 
     keras-slim-train --train_dir /tmp/digits --num_clones 2 --clone_on_cpu \\
         --max_number_of_steps 600 --optimizer adam --learning_rate 0.005
