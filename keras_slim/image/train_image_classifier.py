@@ -336,8 +336,6 @@ def run(flags):
     except keras_slim.TrainingPreemptedError as error:
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return PREEMPTED_EXIT_CODE
-    if config.is_chief:
-        print(f"TensorBoard: tensorboard --logdir {flags.train_dir}")
     if held_out is not None:
         accuracy, count = _held_out(model, flags, held_out)
         step = int(model.optimizer.iterations.numpy())
@@ -346,6 +344,8 @@ def run(flags):
             f"held-out accuracy: {accuracy:.4f} on {count} {what} "
             f"(global step {step})"
         )
+    if config.is_chief:
+        print(f"TensorBoard: tensorboard --logdir {flags.train_dir}")
     return 0
 
 
