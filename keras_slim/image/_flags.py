@@ -260,6 +260,17 @@ def add_services_flags(add):
     )
 
 
+# Optimizer flags that must lie in [0, 1].
+_FRACTIONS = (
+    "adadelta_rho",
+    "adam_beta1",
+    "adam_beta2",
+    "momentum",
+    "rmsprop_momentum",
+    "rmsprop_decay",
+)
+
+
 def add_optimization_flags(add):
     """Adds the optimizer, its learning rate and decay, and the regularization.
 
@@ -303,18 +314,11 @@ def add_optimization_flags(add):
         help="The minimal end learning rate used by a polynomial decay "
         "learning rate.",
     )
-    add(
-        "--opt_epsilon",
-        type=positive_float,
-        default=1.0,
-        help="Epsilon term for the optimizer.",
-    )
-    add(
-        "--momentum",
-        type=fraction,
-        default=0.9,
-        help="The momentum for the MomentumOptimizer and RMSPropOptimizer.",
-    )
+    for name, (default, text) in _optimization.OPTIMIZER_FLAGS.items():
+        kind = fraction if name in _FRACTIONS else finite_float
+        if name in ("opt_epsilon",):
+            kind = positive_float
+        add(f"--{name}", type=kind, default=default, help=text)
     add(
         "--label_smoothing",
         type=fraction,
@@ -348,7 +352,8 @@ def add_fine_tuning_flags(add):
         default=None,
         help="The path to a checkpoint from which to fine-tune: a "
         "keras_slim or TF2 checkpoint, a Keras .weights.h5 file, or a "
-        "TF-Slim checkpoint (mobilenet_v2's names are mapped).",
+        "TF-Slim checkpoint (read in TF-Slim's names through the net's "
+        "slim_name_map).",
     )
     add(
         "--checkpoint_exclude_scopes",

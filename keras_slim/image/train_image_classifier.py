@@ -196,9 +196,10 @@ def _build(flags, task):
     optimizer = _optimization.optimizer(
         flags.optimizer,
         rate,
-        epsilon=flags.opt_epsilon,
-        momentum=flags.momentum,
         moving_average_decay=flags.moving_average_decay,
+        **{
+            name: getattr(flags, name) for name in _optimization.OPTIMIZER_FLAGS
+        },
     )
     if len(model.outputs) == 2:
         # TF-Slim's AuxLogits: their loss weighs 0.4 of the logits'.

@@ -347,8 +347,21 @@ def test_console_script_is_installed():
             keras.optimizers.Adagrad,
             {"initial_accumulator_value": 0.1},
         ),
-        ("adam", keras.optimizers.Adam, {"beta_1": 0.9, "epsilon": 1.0}),
-        ("ftrl", keras.optimizers.Ftrl, {"learning_rate_power": -0.5}),
+        (
+            "adam",
+            keras.optimizers.Adam,
+            {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1.0},
+        ),
+        (
+            "ftrl",
+            keras.optimizers.Ftrl,
+            {
+                "learning_rate_power": -0.5,
+                "initial_accumulator_value": 0.1,
+                "l1_regularization_strength": 0.0,
+                "l2_regularization_strength": 0.0,
+            },
+        ),
         ("momentum", keras.optimizers.SGD, {"momentum": 0.9}),
         ("rmsprop", keras.optimizers.RMSprop, {"rho": 0.9, "momentum": 0.9}),
         ("sgd", keras.optimizers.SGD, {"momentum": 0.0}),
@@ -359,6 +372,63 @@ def test_optimizers_with_slims_defaults(name, cls, attrs):
     assert type(optimizer) is cls
     for attr, value in attrs.items():
         assert getattr(optimizer, attr) == pytest.approx(value), attr
+
+
+@pytest.mark.parametrize(
+    "flags, cls, attrs",
+    [
+        (
+            ["--optimizer", "adadelta", "--adadelta_rho", "0.5"],
+            keras.optimizers.Adadelta,
+            {"rho": 0.5},
+        ),
+        (
+            ["--optimizer", "adagrad"]
+            + ["--adagrad_initial_accumulator_value", "0.3"],
+            keras.optimizers.Adagrad,
+            {"initial_accumulator_value": 0.3},
+        ),
+        (
+            ["--optimizer=adam", "--adam_beta1=0.8", "--adam_beta2=0.99"],
+            keras.optimizers.Adam,
+            {"beta_1": 0.8, "beta_2": 0.99},
+        ),
+        (
+            ["--optimizer", "ftrl", "--ftrl_learning_rate_power", "-0.25"]
+            + ["--ftrl_initial_accumulator_value", "0.2"]
+            + ["--ftrl_l1", "0.01", "--ftrl_l2", "0.02"],
+            keras.optimizers.Ftrl,
+            {
+                "learning_rate_power": -0.25,
+                "initial_accumulator_value": 0.2,
+                "l1_regularization_strength": 0.01,
+                "l2_regularization_strength": 0.02,
+            },
+        ),
+        # RMSProp takes --rmsprop_momentum, not --momentum, as in TF-Slim.
+        (
+            ["--optimizer", "rmsprop", "--rmsprop_momentum", "0.5"]
+            + ["--rmsprop_decay", "0.8", "--momentum", "0.1"],
+            keras.optimizers.RMSprop,
+            {"momentum": 0.5, "rho": 0.8},
+        ),
+    ],
+)
+def test_tf_slims_optimizer_flags_reach_the_optimizer(flags, cls, attrs):
+    parsed = cli.parser().parse_args(["--train_dir", "/tmp/x", *flags])
+    optimizer = _optimization.optimizer(
+        parsed.optimizer,
+        0.1,
+        **{n: getattr(parsed, n) for n in _optimization.OPTIMIZER_FLAGS},
+    )
+    assert type(optimizer) is cls
+    for attr, value in attrs.items():
+        assert getattr(optimizer, attr) == pytest.approx(value), attr
+
+
+def test_an_unknown_optimizer_setting_is_named():
+    with pytest.raises(TypeError, match=r"\['adam_beta3'\]"):
+        _optimization.optimizer("adam", 0.1, adam_beta3=0.5)
 
 
 def test_moving_average_decay_is_keras_ema():
