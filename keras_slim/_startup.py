@@ -11,10 +11,27 @@ command's `--verbosity` (absl's: 0, the default, keeps TensorFlow's
 warnings and errors; 1 or more shows its info lines too), unless
 `TF_CPP_MIN_LOG_LEVEL` is already set. A program that imports keras_slim
 is left alone.
+
+Some TensorFlow 2.21 builds print oneDNN's `port.cc` info line through
+absl's C++ logging before it is initialized, whatever
+`TF_CPP_MIN_LOG_LEVEL` says. At verbosity 0 a command therefore imports
+TensorFlow with its stderr (file descriptor 2) going to a temporary
+file, then writes back every line except those info lines (`I0000 ...`
+and absl's "All log messages before absl::InitializeLog()" preamble):
+warnings and errors from the import still show.
 """
 
+import contextlib
 import os
+import re
 import sys
+import tempfile
+
+# An absl C++ info line (`I0000 00:00:...`) and absl's notice before it.
+_INFO_LINE = re.compile(
+    rb"^(I\d{4} \d\d:\d\d:|WARNING: All log messages before "
+    rb"absl::InitializeLog\(\) is called)"
+)
 
 #: The console scripts and modules of keras_slim's commands.
 COMMANDS = {
@@ -81,8 +98,37 @@ def tf_cpp_min_log_level(level):
 
 
 def quiet_tensorflow_for_commands():
-    """Sets `TF_CPP_MIN_LOG_LEVEL` in a keras_slim command's process."""
+    """Sets `TF_CPP_MIN_LOG_LEVEL` in a keras_slim command's process and,
+    at verbosity 0, imports TensorFlow without its C++ info lines."""
     arguments = command_arguments(getattr(sys, "orig_argv", sys.argv))
-    if arguments is not None:
-        level = tf_cpp_min_log_level(verbosity(arguments))
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", level)
+    if arguments is None:
+        return
+    level = tf_cpp_min_log_level(verbosity(arguments))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", level)
+    if os.environ["TF_CPP_MIN_LOG_LEVEL"] != "0":
+        with without_info_lines():
+            import tensorflow  # noqa: F401
+
+
+@contextlib.contextmanager
+def without_info_lines():
+    """Runs the body with file descriptor 2 captured, then writes back
+    its lines except absl's C++ info lines (`_INFO_LINE`)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no usable stderr: nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [ln for ln in captured if not _INFO_LINE.match(ln)]
+            if kept:
+                os.write(2, b"".join(kept))

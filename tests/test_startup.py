@@ -71,3 +71,35 @@ def test_verbosity_1_brings_tensorflows_info_lines_back(tmp_path):
         assert outputs[level].returncode == 0, outputs[level].stderr
     assert "cpu_feature_guard" not in outputs["0"].stderr
     assert "cpu_feature_guard" in outputs["1"].stderr
+
+
+def test_info_lines_written_to_fd_2_are_dropped_and_the_rest_kept():
+    """What a C++ library writes to file descriptor 2 during the import:
+    absl's info lines go, warnings and errors stay, in order."""
+    code = (
+        "import importlib.util, os\n"
+        # The module alone: the package would import TensorFlow first.
+        "spec = importlib.util.spec_from_file_location("
+        f"'s', {_startup.__file__!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "without_info_lines = module.without_info_lines\n"
+        "with without_info_lines():\n"
+        "    os.write(2, b'WARNING: All log messages before "
+        "absl::InitializeLog() is called are written to STDERR\\n')\n"
+        "    os.write(2, b'I0000 00:00:1795645391.18 6278 port.cc:153] "
+        "oneDNN custom operations are on.\\n')\n"
+        "    os.write(2, b'W0000 00:00:1795645391.18 6278 x.cc:1] kept\\n')\n"
+        "    os.write(2, b'E0000 00:00:1795645391.18 6278 y.cc:2] "
+        "kept too\\n')\n"
+        "os.write(2, b'after\\n')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode().splitlines() == [
+        "W0000 00:00:1795645391.18 6278 x.cc:1] kept",
+        "E0000 00:00:1795645391.18 6278 y.cc:2] kept too",
+        "after",
+    ]
