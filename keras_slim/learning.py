@@ -21,8 +21,8 @@ __all__ = ["train"]
 def train(
     model,
     data,
-    *,
     logdir,
+    *,
     number_of_steps=None,
     steps=None,
     log_every_n_steps=1,
