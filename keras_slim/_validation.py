@@ -31,6 +31,13 @@ def positive_int(name, value):
     return int(value)
 
 
+def non_negative_int(name, value):
+    """Returns `value` as an int if it is an integer >= 0, else raises."""
+    if not is_int(value) or value < 0:
+        raise invalid(name, value, "a non-negative integer")
+    return int(value)
+
+
 def positive_int_or_none(name, value):
     """Like `positive_int`, with `None` allowed."""
     if value is None:

@@ -78,3 +78,76 @@ def test_readme_runs(tmp_path):
     losses = eval(result.stdout.strip().splitlines()[-1])  # the printed list
     assert losses[0] < 1.0  # chance for 2 classes is ln 2 = 0.69
     assert losses[-1] < 0.5 * losses[0]
+
+
+SH_BLOCK = re.compile(r"^```sh\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+# What the test adds to TF-Slim's README commands, as the guide says.
+SHORT = {
+    "keras-slim-train": " --max_number_of_steps=1 --batch_size=2"
+    " --train_image_size=107 --nosummarize_activations",
+    "keras-slim-eval": " --batch_size=2 --eval_image_size=107",
+}
+
+
+def _readme_data(root):
+    """Small data in TF-Slim's ImageNet and flowers layouts."""
+    import numpy as np
+
+    from keras_slim.image import datasets
+
+    rng = np.random.default_rng(0)
+    for split, count in (("train", 6), ("validation", 4)):
+        images = rng.integers(0, 256, (count, 40, 40, 3), dtype=np.uint8)
+        datasets.write_dataset(
+            images,
+            rng.integers(1, 1001, count),  # ImageNet's 1..1000
+            root / "imagenet",
+            "imagenet",
+            split,
+            shards=2,
+            image_format="jpeg",
+        )
+        datasets.write_dataset(
+            images,
+            np.arange(count) % 5,
+            root / "flowers",
+            "flowers",
+            split,
+            class_names=["daisy", "dandelion", "roses", "sunflowers", "tulips"],
+        )
+
+
+def test_tf_slim_readme_commands_run_as_written(tmp_path):
+    """The migration guide's ```sh blocks: TF-Slim's README commands (train
+    from scratch, fine-tune, evaluate) with the script's name changed, run
+    in order on TF-Slim's layouts, only made short."""
+    blocks = SH_BLOCK.findall((DOCS / "tutorials" / "migrating.md").read_text())
+    assert len(blocks) == 3
+    _readme_data(tmp_path)
+    bin_dir = pathlib.Path(sys.executable).parent
+    outputs = []
+    for block in blocks:
+        script = block.replace("/tmp/", f"{tmp_path}/").rstrip()
+        command = next(c for c in SHORT if c in script)
+        result = subprocess.run(
+            ["bash", "-euc", script + SHORT[command]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        )
+        assert result.returncode == 0, script + result.stderr[-3000:]
+        outputs.append(result)
+    train, fine_tune, evaluate = outputs
+    assert "Saved checkpoint" in train.stdout
+    assert (tmp_path / "train_logs" / "checkpoint").exists()
+    # The logits (1001 ImageNet classes, 5 flowers) are excluded, the rest
+    # restored; only the logits are trained.
+    assert "Warm start from" in fine_tune.stdout
+    assert " 0 missing, 0 mismatched" in fine_tune.stdout
+    assert (
+        tmp_path / "flowers-models" / "inception_v3" / "checkpoint"
+    ).exists()
+    assert "eval/Accuracy" in evaluate.stdout
+    assert "(4 images)" in evaluate.stdout

@@ -20,7 +20,7 @@ class _NoDeprecations(logging.Filter):
         return "deprecat" not in record.getMessage().lower()
 
 
-def configure(verbosity):
+def configure(verbosity, to_stderr=False):
     """Sets up the command's logging for `--verbosity`.
 
     Args:
@@ -28,7 +28,7 @@ def configure(verbosity):
             lines and TensorFlow's warnings and errors, 1 or more for
             TensorFlow's info lines and deprecation notices too.
     """
-    handler = logging.StreamHandler(sys.stdout)
+    handler = logging.StreamHandler(sys.stderr if to_stderr else sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
     ours = logging.getLogger("keras_slim")
     ours.handlers[:] = [handler]

@@ -3,174 +3,84 @@
 TF-Slim's train_image_classifier.py and eval_image_classifier.py define
 their flags in sections (deployment, optimization, learning rate,
 dataset, fine-tuning); here each section is a function adding its flags
-to a parser, and the sections the two commands share (the model and the
-data) are added by both. Every flag has TF-Slim's name, default and help.
+to a `_flag_parser.FlagParser` (absl's flags, as `tf.app.flags` was),
+and the sections the two commands share (the model and the data) are
+added by both. Every flag has TF-Slim's name, default and help. The
+converters below take the flag's text and raise `ValueError` saying what
+is wrong; absl names the flag and the value.
 """
-
-import argparse
-import math
-import re
 
 from keras_slim.image import _optimization
 from keras_slim.image import nets
 from keras_slim.image import preprocessing
+from keras_slim.image._flag_types import finite_float
+from keras_slim.image._flag_types import fraction
+from keras_slim.image._flag_types import labels
+from keras_slim.image._flag_types import multipliers
+from keras_slim.image._flag_types import non_negative_float
+from keras_slim.image._flag_types import non_negative_int
+from keras_slim.image._flag_types import positive_float
+from keras_slim.image._flag_types import positive_int
+from keras_slim.image._flag_types import scopes
 
 #: The `--dataset_name` of the bundled digits.
 DIGITS = "digits"
-
-
-def positive_int(text):
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
-    return value
-
-
-def non_negative_int(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
-    return value
-
-
-def finite_float(text):
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number: {text}")
-    return value
-
-
-def positive_float(text):
-    value = finite_float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
-    return value
-
-
-def fraction(text):
-    value = finite_float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1): {text}")
-    return value
-
-
-def non_negative_float(text):
-    value = finite_float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
-    return value
-
-
-def scopes(text):
-    """`a,b/c` -> ['a', 'b/c'] (slim's comma-separated scopes)."""
-    scopes = [s.strip() for s in text.split(",") if s.strip()]
-    for scope in scopes:
-        try:
-            re.compile(scope)
-        except re.error as error:
-            raise argparse.ArgumentTypeError(
-                f"invalid pattern {scope!r}: {error}"
-            ) from None
-    return scopes
-
-
-def multipliers(text):
-    """`pattern=value,...` -> {pattern: value}."""
-    result = {}
-    for item in scopes(text):
-        pattern, sep, value = item.rpartition("=")
-        try:
-            result[pattern] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not pattern:
-            raise argparse.ArgumentTypeError(
-                f"expected pattern=value, got {item!r}"
-            )
-        if not math.isfinite(result[pattern]):
-            # As GradientPolicy: NaN and inf are errors, negatives follow
-            # TF-Slim (allowed).
-            raise argparse.ArgumentTypeError(
-                f"the multiplier of {pattern!r} must be a finite number, "
-                f"got {value!r}"
-            )
-    return result
-
-
-def labels(text):
-    """`0-4` or `5,6,7` -> a list of digits."""
-    labels = []
-    for part in text.split(","):
-        first, _, last = part.strip().partition("-")
-        try:
-            labels += list(range(int(first), int(last or first) + 1))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected digits like 0-4 or 5,7: {text!r}"
-            ) from None
-    if not labels or any(not 0 <= d <= 9 for d in labels):
-        raise argparse.ArgumentTypeError(f"digits must be 0-9: {text!r}")
-    if len(set(labels)) != len(labels) or len(labels) < 2:
-        raise argparse.ArgumentTypeError(
-            f"need at least 2 distinct digits: {text!r}"
-        )
-    return labels
 
 
 def add_deployment_flags(add):
     """Adds model_deploy's flags: clones, replicas, parameter servers, the task.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
     """
     add(
-        "--num_clones",
-        type=positive_int,
-        default=1,
-        help="Number of model clones to deploy.",
+        "num_clones",
+        1,
+        "Number of model clones to deploy.",
+        parse=positive_int,
     )
     add(
-        "--clone_on_cpu",
-        action="store_true",
-        help="Use CPUs to deploy clones (logical CPU devices).",
+        "clone_on_cpu",
+        False,
+        "Use CPUs to deploy clones (logical CPU devices).",
     )
     add(
-        "--worker_replicas",
-        type=positive_int,
-        default=1,
-        help="Number of worker replicas.",
+        "worker_replicas",
+        1,
+        "Number of worker replicas.",
+        parse=positive_int,
     )
     add(
-        "--sync_replicas",
-        action="store_true",
-        help="Whether or not to synchronize the replicas during training. "
+        "sync_replicas",
+        False,
+        "Whether or not to synchronize the replicas during training. "
         "With --num_ps_tasks: each step averages the first "
         "--replicas_to_aggregate of --worker_replicas gradients and drops "
         "stale ones (SyncReplicasOptimizer); without parameter servers the "
         "replicas are always synchronous (MultiWorkerMirroredStrategy).",
     )
     add(
-        "--replicas_to_aggregate",
-        type=positive_int,
-        default=None,
-        help="The number of gradients to collect before updating params; "
+        "replicas_to_aggregate",
+        None,
+        "The number of gradients to collect before updating params; "
         "the learning rate's decay steps are divided by it (default: "
         "--worker_replicas). Below --worker_replicas the others are backup "
         "workers (needs --num_ps_tasks and --sync_replicas).",
+        parse=positive_int,
     )
     add(
-        "--num_ps_tasks",
-        type=non_negative_int,
-        default=0,
-        help="The number of parameter servers. If the value is 0, then the "
+        "num_ps_tasks",
+        0,
+        "The number of parameter servers. If the value is 0, then the "
         "parameters are handled locally by the worker.",
+        parse=non_negative_int,
     )
     add(
-        "--task",
-        type=non_negative_int,
-        default=None,
-        help="Task id of the replica running the training (default: the "
+        "task",
+        None,
+        "Task id of the replica running the training (default: the "
         "index in TF_CONFIG, else 0).",
+        parse=non_negative_int,
     )
 
 
@@ -179,84 +89,84 @@ def add_services_flags(add):
     checkpoints, traces.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
     """
     add(
-        "--max_number_of_steps",
-        type=positive_int,
-        default=None,
-        help="The maximum number of training steps.",
+        "max_number_of_steps",
+        None,
+        "The maximum number of training steps.",
+        parse=positive_int,
     )
     add(
-        "--batch_size",
-        type=positive_int,
-        default=32,
-        help="The number of samples in each batch (per clone).",
+        "batch_size",
+        32,
+        "The number of samples in each batch (per clone).",
+        parse=positive_int,
     )
     add(
-        "--log_every_n_steps",
-        type=positive_int,
-        default=10,
-        help="The frequency with which logs are printed.",
+        "log_every_n_steps",
+        10,
+        "The frequency with which logs are printed.",
+        parse=positive_int,
     )
     add(
-        "--save_summaries_secs",
-        type=positive_float,
-        default=600,
-        help="The frequency with which summaries are saved, in seconds.",
+        "save_summaries_secs",
+        600,
+        "The frequency with which summaries are saved, in seconds.",
+        parse=positive_float,
     )
     add(
-        "--save_summaries_steps",
-        type=positive_int,
-        default=None,
-        help="Also save summaries every this many steps.",
+        "save_summaries_steps",
+        None,
+        "Also save summaries every this many steps.",
+        parse=positive_int,
     )
     add(
-        "--summarize_variables",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="Histograms of the variables in the summaries.",
+        "summarize_variables",
+        True,
+        "Histograms of the variables in the summaries.",
+        boolean=True,
     )
     add(
-        "--summarize_activations",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="Histograms and sparsity of each layer's output (a "
+        "summarize_activations",
+        None,
+        "Histograms and sparsity of each layer's output (a "
         "conditional branch in the step; default: on, except for "
         "synchronous steps over parameter servers, whose batches stay on "
         "the workers).",
+        boolean=True,
     )
     add(
-        "--summarize_gradients",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="Histograms and norms of the gradients after the policy (a "
+        "summarize_gradients",
+        False,
+        "Histograms and norms of the gradients after the policy (a "
         "conditional branch in the step).",
+        boolean=True,
     )
     add(
-        "--save_interval_secs",
-        type=positive_float,
-        default=600,
-        help="The frequency with which the model is saved, in seconds.",
+        "save_interval_secs",
+        600,
+        "The frequency with which the model is saved, in seconds.",
+        parse=positive_float,
     )
     add(
-        "--trace_every_n_steps",
-        type=positive_int,
-        default=None,
-        help="Trace the steps beginning at multiples of this (Chrome "
+        "trace_every_n_steps",
+        None,
+        "Trace the steps beginning at multiples of this (Chrome "
         "traces and TensorBoard profiles in --train_dir).",
+        parse=positive_int,
     )
     add(
-        "--keep_checkpoint_max",
-        type=non_negative_int,
-        default=5,
-        help="Recent checkpoints to keep; 0 keeps every one.",
+        "keep_checkpoint_max",
+        5,
+        "Recent checkpoints to keep; 0 keeps every one.",
+        parse=non_negative_int,
     )
     add(
-        "--keep_checkpoint_every_n_hours",
-        type=positive_float,
-        default=None,
-        help="Also keep one checkpoint every this many hours.",
+        "keep_checkpoint_every_n_hours",
+        None,
+        "Also keep one checkpoint every this many hours.",
+        parse=positive_float,
     )
 
 
@@ -275,68 +185,68 @@ def add_optimization_flags(add):
     """Adds the optimizer, its learning rate and decay, and the regularization.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
     """
     add(
-        "--optimizer",
+        "optimizer",
+        "rmsprop",
+        "The name of the optimizer.",
         choices=_optimization.OPTIMIZERS,
-        default="rmsprop",
-        help="The name of the optimizer.",
     )
     add(
-        "--learning_rate",
-        type=positive_float,
-        default=0.01,
-        help="Initial learning rate.",
+        "learning_rate",
+        0.01,
+        "Initial learning rate.",
+        parse=positive_float,
     )
     add(
-        "--learning_rate_decay_type",
+        "learning_rate_decay_type",
+        "exponential",
+        "Specifies how the learning rate is decayed.",
         choices=_optimization.DECAY_TYPES,
-        default="exponential",
-        help="Specifies how the learning rate is decayed.",
     )
     add(
-        "--num_epochs_per_decay",
-        type=positive_float,
-        default=2.0,
-        help="Number of epochs after which learning rate decays.",
+        "num_epochs_per_decay",
+        2.0,
+        "Number of epochs after which learning rate decays.",
+        parse=positive_float,
     )
     add(
-        "--learning_rate_decay_factor",
-        type=positive_float,
-        default=0.94,
-        help="Learning rate decay factor.",
+        "learning_rate_decay_factor",
+        0.94,
+        "Learning rate decay factor.",
+        parse=positive_float,
     )
     add(
-        "--end_learning_rate",
-        type=non_negative_float,
-        default=0.0001,
-        help="The minimal end learning rate used by a polynomial decay "
+        "end_learning_rate",
+        0.0001,
+        "The minimal end learning rate used by a polynomial decay "
         "learning rate.",
+        parse=non_negative_float,
     )
     for name, (default, text) in _optimization.OPTIMIZER_FLAGS.items():
         kind = fraction if name in _FRACTIONS else finite_float
         if name in ("opt_epsilon",):
             kind = positive_float
-        add(f"--{name}", type=kind, default=default, help=text)
+        add(name, default, text, parse=kind)
     add(
-        "--label_smoothing",
-        type=fraction,
-        default=0.0,
-        help="The amount of label smoothing.",
+        "label_smoothing",
+        0.0,
+        "The amount of label smoothing.",
+        parse=fraction,
     )
     add(
-        "--moving_average_decay",
-        type=fraction,
-        default=None,
-        help="The decay to use for the moving average. If left as None, "
+        "moving_average_decay",
+        None,
+        "The decay to use for the moving average. If left as None, "
         "then moving averages are not used.",
+        parse=fraction,
     )
     add(
-        "--weight_decay",
-        type=non_negative_float,
-        default=0.00004,
-        help="The weight decay on the model weights.",
+        "weight_decay",
+        0.00004,
+        "The weight decay on the model weights.",
+        parse=non_negative_float,
     )
 
 
@@ -345,36 +255,36 @@ def add_fine_tuning_flags(add):
     trained.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
     """
     add(
-        "--checkpoint_path",
-        default=None,
-        help="The path to a checkpoint from which to fine-tune: a "
+        "checkpoint_path",
+        None,
+        "The path to a checkpoint from which to fine-tune: a "
         "keras_slim or TF2 checkpoint, a Keras .weights.h5 file, or a "
         "TF-Slim checkpoint (read in TF-Slim's names through the net's "
         "slim_name_map).",
     )
     add(
-        "--checkpoint_exclude_scopes",
-        type=scopes,
-        default=[],
-        help="Comma-separated list of scopes of variables to exclude when "
+        "checkpoint_exclude_scopes",
+        [],
+        "Comma-separated list of scopes of variables to exclude when "
         "restoring from a checkpoint (prefixes of the model's variable "
         "paths, e.g. logits).",
+        parse=scopes,
     )
     add(
-        "--trainable_scopes",
-        type=scopes,
-        default=None,
-        help="Comma-separated list of scopes to filter the set of "
+        "trainable_scopes",
+        None,
+        "Comma-separated list of scopes to filter the set of "
         "variables to train. By default, None would train all the "
         "variables.",
+        parse=scopes,
     )
     add(
-        "--ignore_missing_vars",
-        action="store_true",
-        help="When restoring a checkpoint would ignore missing variables.",
+        "ignore_missing_vars",
+        False,
+        "When restoring a checkpoint would ignore missing variables.",
     )
 
 
@@ -382,46 +292,73 @@ def add_policy_flags(add):
     """Adds keras_slim's gradient policy flags: multipliers, freezing, clipping.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
     """
     add(
-        "--gradient_multipliers",
-        type=multipliers,
-        default={},
-        help="pattern=value,...: multiply the gradients of the variables "
+        "gradient_multipliers",
+        {},
+        "pattern=value,...: multiply the gradients of the variables "
         "whose paths match (object_detection's multiply_gradients_"
         "matching_regex).",
+        parse=multipliers,
     )
     add(
-        "--freeze",
-        type=scopes,
-        default=[],
-        help="Comma-separated scopes whose variables are not trained "
+        "freeze",
+        [],
+        "Comma-separated scopes whose variables are not trained "
         "(freeze_gradients_matching_regex).",
+        parse=scopes,
     )
     add(
-        "--clip_gradient_norm",
-        type=positive_float,
-        default=None,
-        help="Clip each gradient to this norm (create_train_op's "
+        "clip_gradient_norm",
+        None,
+        "Clip each gradient to this norm (create_train_op's "
         "clip_gradient_norm).",
+        parse=positive_float,
     )
 
 
 def add_logging_flags(add):
-    """Adds `--verbosity` (absl's flag, as TF-Slim's scripts had it).
+    """Adds absl's logging flags TF-Slim's scripts took: `--verbosity`,
+    `--alsologtostderr`, `--logtostderr`.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
     """
     add(
-        "-v",
-        "--verbosity",
-        type=int,
-        default=0,
-        help="Logging verbosity: 0 prints the command's lines and "
+        "verbosity",
+        0,
+        "Logging verbosity: 0 prints the command's lines and "
         "TensorFlow's warnings and errors; 1 adds TensorFlow's info lines "
         "and deprecation notices.",
+        parse=int,
+        short_name="v",
+    )
+    add(
+        "alsologtostderr",
+        False,
+        "Print the command's log lines to stderr (instead of stdout).",
+    )
+    add(
+        "logtostderr",
+        False,
+        "Print the command's log lines to stderr (instead of stdout).",
+    )
+
+
+def add_master_flag(add):
+    """Adds TF-Slim's `--master` (a TF1 session target).
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
+    add(
+        "master",
+        "",
+        "The address of the TensorFlow master to use. Only '' (this "
+        "process) is taken: keras_slim finds the cluster in TF_CONFIG "
+        "(keras-slim-cluster writes it) with --worker_replicas, --task "
+        "and --num_ps_tasks, as tf.distribute does.",
     )
 
 
@@ -429,70 +366,171 @@ def add_model_flags(add, *, image_size_flag):
     """Adds `--model_name`, the image size flag and `--preprocessing_name`.
 
     Args:
-        add: The parser's `add_argument`.
+        add: The command's `FlagParser.add`.
         image_size_flag: `--train_image_size` or `--eval_image_size`.
     """
     add(
-        "--model_name",
-        choices=nets.NETWORKS,
-        default="digits_cnn",
-        help="The name of the architecture to train (keras_slim.image.nets: "
+        "model_name",
+        "digits_cnn",
+        "The name of the architecture to train (keras_slim.image.nets: "
         "TF-Slim's nets, or a small CNN for the digits).",
+        choices=nets.NETWORKS,
     )
     add(
-        image_size_flag,
-        type=positive_int,
-        default=None,
-        help="The image size (height and width) the network takes "
+        image_size_flag.lstrip("-"),
+        None,
+        "The image size (height and width) the network takes "
         "(default: the network's, e.g. 224 for mobilenet_v2).",
+        parse=positive_int,
     )
     add(
-        "--preprocessing_name",
-        choices=preprocessing.PREPROCESSING,
-        default=None,
-        help="The name of the preprocessing to use (default: the "
+        "preprocessing_name",
+        None,
+        "The name of the preprocessing to use (default: the "
         "network's, as TF-Slim's preprocessing_factory picks it).",
+        choices=preprocessing.PREPROCESSING,
     )
 
 
-def add_data_flags(add):
-    """Adds `--dataset_name`, `--dataset_dir` and `--labels`."""
+def add_data_flags(add, *, training):
+    """Adds the dataset's flags: name, directory, split, labels, readers.
+
+    Args:
+        add: The command's `FlagParser.add`.
+        training: `True` for keras-slim-train (adds `--num_readers`;
+            split `train`), `False` for keras-slim-eval.
+    """
     add(
-        "--dataset_name",
-        default=DIGITS,
-        help="The name of the dataset: 'digits' (scikit-learn's 8x8 "
-        "digits, bundled) without --dataset_dir; with it, the name of its "
-        "TFRecord shards (<name>_<split>_*.tfrecord) or any name for a "
-        "folder of class subfolders.",
+        "dataset_name",
+        DIGITS,
+        "The name of the dataset to load: 'digits' (scikit-learn's 8x8 "
+        "digits, bundled) without --dataset_dir; with it, one of TF-Slim's "
+        "dataset_factory names (flowers, cifar10, mnist, imagenet, "
+        "visualwakewords), read in TF-Slim's layout, or any name: TFRecord "
+        "shards <name>_<split>_*.tfrecord, one file <name>_<split>.tfrecord, "
+        "or a folder of class subfolders.",
     )
     add(
-        "--dataset_dir",
-        default=None,
-        help="The directory where the dataset files are stored: a folder "
-        "of class subfolders of images, or TF-Slim's TFRecord shards.",
+        "dataset_split_name",
+        "train" if training else None,
+        "The name of the train/test split"
+        + (
+            "."
+            if training
+            else " (default: the dataset's held-out split: test for cifar10 "
+            "and mnist, val for visualwakewords, validation otherwise)."
+        ),
     )
     add(
-        "--labels",
-        type=labels,
-        default=None,
-        help="The digits to keep, e.g. 0-4 or 5,7 (digits only; default "
-        "all ten).",
+        "dataset_dir",
+        None,
+        "The directory where the dataset files are stored: TF-Slim's "
+        "TFRecords (as its download_and_convert scripts and "
+        "build_imagenet_data write them) or a folder of class subfolders.",
     )
+    add(
+        "labels_offset",
+        0,
+        "An offset for the labels in the dataset. This flag is primarily "
+        "used to evaluate the VGG and ResNet architectures which do not use "
+        "a background class for the ImageNet dataset.",
+        parse=non_negative_int,
+    )
+    if training:
+        add(
+            "num_readers",
+            4,
+            "The number of parallel readers that read data from the "
+            "dataset (TFRecord files read at a time, in order).",
+            parse=positive_int,
+        )
+    add(
+        "num_preprocessing_threads",
+        4,
+        "The number of threads used to create the batches (parallel "
+        "decode and preprocessing calls).",
+        parse=positive_int,
+    )
+    add(
+        "use_grayscale",
+        False,
+        "Whether to convert input images to grayscale.",
+    )
+    add(
+        "labels",
+        None,
+        "The digits to keep, e.g. 0-4 or 5,7 (digits only; default all ten).",
+        parse=labels,
+    )
+
+
+def add_quantization_flag(add, *, training):
+    """Adds `--quantize_delay` (train) or `--quantize` (eval), refused when
+    set: TF-Slim built them on tf.contrib.quantize, which has no Keras 3
+    counterpart here.
+
+    Args:
+        add: The command's `FlagParser.add`.
+        training: `True` for `--quantize_delay`.
+    """
+    if training:
+        add(
+            "quantize_delay",
+            -1,
+            "Number of steps to start quantized training. Set to -1 would "
+            "disable quantized training (the only value taken: for "
+            "quantization-aware training use the TensorFlow Model "
+            "Optimization Toolkit's quantize_model on the net).",
+            parse=int,
+        )
+    else:
+        add(
+            "quantize",
+            False,
+            "Whether to quantize the model (only false is taken: use the "
+            "TensorFlow Model Optimization Toolkit's quantize_model, then "
+            "TFLite's converter).",
+        )
+
+
+#: Why `--quantize_delay` / `--quantize` are refused, and what to use.
+QUANTIZATION = (
+    "quantization-aware training (tf.contrib.quantize in TF-Slim) is not "
+    "built in keras_slim; use the TensorFlow Model Optimization Toolkit "
+    "(tfmot.quantization.keras.quantize_model) on the network, and "
+    "TFLite's converter for a quantized model"
+)
 
 
 def check_flags(p, flags, image_size_flag):
-    """Cross-flag checks shared by both commands (argparse errors)."""
+    """Cross-flag checks shared by both commands (`p.error`: exit code 2)."""
     size = getattr(flags, image_size_flag.lstrip("-"))
     if size is not None and size < nets.minimum_image_size(flags.model_name):
         p.error(
-            f"argument {image_size_flag}: {flags.model_name} takes images "
+            f"flag {image_size_flag}: {flags.model_name} takes images "
             f"of at least {nets.minimum_image_size(flags.model_name)} "
             f"pixels, got {size}"
         )
     if flags.dataset_dir is None and flags.dataset_name != DIGITS:
         p.error(
-            f"argument --dataset_name: {flags.dataset_name!r} needs "
+            f"flag --dataset_name: {flags.dataset_name!r} needs "
             "--dataset_dir (only 'digits' is bundled)"
         )
     if flags.dataset_dir is not None and flags.labels is not None:
-        p.error("argument --labels: only for the bundled digits")
+        p.error("flag --labels: only for the bundled digits")
+    if flags.dataset_dir is None and flags.labels_offset:
+        p.error(
+            "flag --labels_offset: the bundled digits have no "
+            f"background class to offset; got {flags.labels_offset}"
+        )
+    if flags.master:
+        p.error(
+            f"flag --master: {flags.master!r} is a TF1 session target; "
+            "keras_slim takes the cluster from TF_CONFIG with "
+            "--worker_replicas, --task and --num_ps_tasks (keras-slim-cluster "
+            "starts one): leave --master=''"
+        )
+    if getattr(flags, "quantize_delay", -1) >= 0:
+        p.error(f"flag --quantize_delay: {QUANTIZATION}")
+    if getattr(flags, "quantize", False):
+        p.error(f"flag --quantize: {QUANTIZATION}")

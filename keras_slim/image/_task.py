@@ -7,12 +7,11 @@ same `--model_name`, `--dataset_name`, `--dataset_dir` and
 (nets_factory, dataset_factory, preprocessing_factory); the two commands
 here do the same through this module:
 
-- the network: `keras_slim.image.nets` (`digits_cnn`, Keras
-  Applications);
+- the network: `keras_slim.image.nets` (TF-Slim's nets, `digits_cnn`);
 - the data: scikit-learn's bundled digits (`--dataset_name digits`, no
-  `--dataset_dir`), or a user's images (`keras_slim.image.datasets`: a
-  folder of class subfolders, or TF-Slim's TFRecord shards), preprocessed
-  by `keras_slim.image.preprocessing`.
+  `--dataset_dir`), or a user's images (`keras_slim.image.datasets`:
+  TF-Slim's TFRecords in the layout of `--dataset_name`, or a folder of
+  class subfolders), preprocessed by `keras_slim.image.preprocessing`.
 """
 
 import dataclasses
@@ -22,6 +21,18 @@ import tensorflow as tf
 from keras_slim.image import datasets
 from keras_slim.image import nets
 from keras_slim.image.datasets import digits
+from keras_slim.image.datasets import layouts
+
+#: The bundled digits' splits.
+DIGITS_SPLITS = ("train", "validation")
+
+
+def held_out_split(flags):
+    """The split evaluated by default: the digits' and folders'
+    `validation`, TF-Slim's datasets' own (cifar10's `test`, ...)."""
+    if flags.dataset_dir is None:
+        return "validation"
+    return layouts.layout(flags.dataset_name).held_out
 
 
 @dataclasses.dataclass
@@ -66,8 +77,9 @@ def task(flags, *, split, batch_size, image_size, is_training):
 
     Args:
         flags: The parsed flags (`model_name`, `dataset_name`,
-            `dataset_dir`, `labels`, `preprocessing_name`).
-        split: `"train"` or `"validation"`.
+            `dataset_dir`, `labels`, `labels_offset`, `preprocessing_name`,
+            `num_readers`, `num_preprocessing_threads`, `use_grayscale`).
+        split: The split's name (`--dataset_split_name`).
         batch_size: The (global) batch size.
         image_size: The image size flag's value, or `None`.
         is_training: Whether the data is shuffled, repeated and augmented.
@@ -77,16 +89,23 @@ def task(flags, *, split, batch_size, image_size, is_training):
 
     Raises:
         ValueError: for a dataset directory that cannot be read (the
-            message names the file).
+            message names the file), a split the dataset does not have.
     """
     model_name = flags.model_name
     size = image_size or nets.default_image_size(model_name)
     prep = flags.preprocessing_name or nets.preprocessing_name(model_name)
     if flags.dataset_dir is None:
+        if split not in DIGITS_SPLITS:
+            raise ValueError(
+                f"split name {split!r} was not recognized for the bundled "
+                f"digits. Expected one of {', '.join(map(repr, DIGITS_SPLITS))}"
+                " (--dataset_split_name)."
+            )
         labels = flags.labels or list(range(10))
         train, test = digits.load(flags.labels)
         x, y = train if split == "train" else test
-        channels = 1 if model_name == "digits_cnn" else 3
+        gray = model_name == "digits_cnn" or flags.use_grayscale
+        channels = 1 if gray else 3
         convert = _digits_images(size, channels)
         if is_training:
             make = digits.dataset_fn(x, y, batch_size, len(labels))
@@ -120,6 +139,11 @@ def task(flags, *, split, batch_size, image_size, is_training):
             is_training=is_training,
             preprocessing_name=prep,
             seed=seed,
+            dataset_name=flags.dataset_name,
+            labels_offset=flags.labels_offset,
+            num_readers=getattr(flags, "num_readers", 4),
+            num_preprocessing_threads=flags.num_preprocessing_threads,
+            use_grayscale=flags.use_grayscale,
         )
 
     loaded = load()  # checks the files before any step

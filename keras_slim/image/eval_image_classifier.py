@@ -1,7 +1,8 @@
 """`keras-slim-eval`: TF-Slim's eval_image_classifier.py on keras_slim.
 
-Evaluates the checkpoints `keras-slim-train` writes, on the validation
-split of the same data, with the same network flags:
+Evaluates the checkpoints `keras-slim-train` writes, on the held-out
+split of the same data (`--dataset_split_name`), with the same network
+flags:
 
     keras-slim-eval --checkpoint_path /tmp/digits
 
@@ -22,7 +23,6 @@ split of the same data, with the same network flags:
 Exit codes: 0, 2 for a bad flag or no checkpoint to evaluate.
 """
 
-import argparse
 import logging
 import os
 import sys
@@ -33,6 +33,8 @@ import tensorflow as tf
 from keras_slim import checkpoints
 from keras_slim import training_state
 from keras_slim.image import _console
+from keras_slim.image import _flag_parser
+from keras_slim.image import _flag_types
 from keras_slim.image import _flags
 from keras_slim.image import _task
 from keras_slim.image import nets
@@ -41,75 +43,71 @@ _LOG = logging.getLogger("keras_slim")
 
 
 def parser():
-    """The argument parser, with TF-Slim's flag names, defaults and help."""
-    p = argparse.ArgumentParser(
-        prog="keras-slim-eval",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add = p.add_argument
+    """The command's flags (absl's), with TF-Slim's names, defaults and help.
+
+    Returns:
+        A `FlagParser`: `parser().parse_args(argv)` returns the flags.
+    """
+    p = _flag_parser.FlagParser("keras-slim-eval", __doc__.split("\n\n")[0])
+    add = p.add
     add(
-        "--checkpoint_path",
-        default="/tmp/tfmodel/",
-        help="The directory where the model was written to or an absolute "
+        "checkpoint_path",
+        "/tmp/tfmodel/",
+        "The directory where the model was written to or an absolute "
         "path to a checkpoint file.",
     )
     add(
-        "--eval_dir",
-        default=None,
-        help="Directory where the results are saved to (default: "
+        "eval_dir",
+        None,
+        "Directory where the results are saved to (default: "
         "<checkpoint directory>/eval, shown by TensorBoard beside "
         "training).",
     )
     add(
-        "--batch_size",
-        type=_flags.positive_int,
-        default=100,
-        help="The number of samples in each batch.",
+        "batch_size",
+        100,
+        "The number of samples in each batch.",
+        parse=_flag_types.positive_int,
     )
     add(
-        "--max_num_batches",
-        type=_flags.positive_int,
-        default=None,
-        help="Max number of batches to evaluate by default use all.",
+        "max_num_batches",
+        None,
+        "Max number of batches to evaluate by default use all.",
+        parse=_flag_types.positive_int,
     )
     add(
-        "--dataset_split_name",
-        choices=("train", "validation"),
-        default="validation",
-        help="The name of the train/validation split.",
-    )
-    add(
-        "--eval_interval_secs",
-        type=_flags.positive_float,
-        default=None,
-        help="Evaluate each new checkpoint of the directory, looking every "
+        "eval_interval_secs",
+        None,
+        "Evaluate each new checkpoint of the directory, looking every "
         "this many seconds (default: evaluate the latest once).",
+        parse=_flag_types.positive_float,
     )
     add(
-        "--timeout",
-        type=_flags.positive_float,
-        default=600,
-        help="With --eval_interval_secs: stop when no new checkpoint has "
+        "timeout",
+        600,
+        "With --eval_interval_secs: stop when no new checkpoint has "
         "appeared for this many seconds.",
+        parse=_flag_types.positive_float,
     )
     add(
-        "--max_number_of_steps",
-        type=_flags.positive_int,
-        default=None,
-        help="With --eval_interval_secs: stop after evaluating a checkpoint "
+        "max_number_of_steps",
+        None,
+        "With --eval_interval_secs: stop after evaluating a checkpoint "
         "of this global step or later (the end of training).",
+        parse=_flag_types.positive_int,
     )
     add(
-        "--moving_average_decay",
-        type=_flags.fraction,
-        default=None,
-        help="The decay to use for the moving average. If left as None, "
+        "moving_average_decay",
+        None,
+        "The decay to use for the moving average. If left as None, "
         "then moving averages are not used (a TF-Slim checkpoint's; a "
         "keras_slim checkpoint's are used whenever it holds them).",
+        parse=_flag_types.fraction,
     )
     _flags.add_model_flags(add, image_size_flag="--eval_image_size")
-    _flags.add_data_flags(add)
+    _flags.add_data_flags(add, training=False)
+    _flags.add_quantization_flag(add, training=False)
+    _flags.add_master_flag(add)
     _flags.add_logging_flags(add)
     return p
 
@@ -267,7 +265,7 @@ def run(flags):
     """Evaluates as the flags say; returns the exit code."""
     task = _task.task(
         flags,
-        split=flags.dataset_split_name,
+        split=flags.dataset_split_name or _task.held_out_split(flags),
         batch_size=flags.batch_size,
         image_size=flags.eval_image_size,
         is_training=False,
@@ -296,10 +294,12 @@ def main(argv=None):
         flags.checkpoint_path + ".index"
     ):
         p.error(
-            f"argument --checkpoint_path: {flags.checkpoint_path!r} is "
+            f"flag --checkpoint_path: {flags.checkpoint_path!r} is "
             "neither a directory nor a checkpoint prefix"
         )
-    _console.configure(flags.verbosity)
+    _console.configure(
+        flags.verbosity, flags.alsologtostderr or flags.logtostderr
+    )
     try:
         return run(flags)
     except (ValueError, FileNotFoundError) as error:

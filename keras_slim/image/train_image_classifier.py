@@ -24,7 +24,6 @@ command, which resumes).
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
 
-import argparse
 import logging
 import sys
 
@@ -39,6 +38,7 @@ from keras_slim.callbacks._files import check_writable
 from keras_slim.deployment import read_tf_config
 from keras_slim.errors import PREEMPTED_EXIT_CODE
 from keras_slim.image import _console
+from keras_slim.image import _flag_parser
 from keras_slim.image import _flags
 from keras_slim.image import _optimization
 from keras_slim.image import _task
@@ -50,17 +50,17 @@ _LOG = logging.getLogger("keras_slim")
 
 
 def parser():
-    """The argument parser, with TF-Slim's flag names, defaults and help."""
-    p = argparse.ArgumentParser(
-        prog="keras-slim-train",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add = p.add_argument
+    """The command's flags (absl's), with TF-Slim's names, defaults and help.
+
+    Returns:
+        A `FlagParser`: `parser().parse_args(argv)` returns the flags.
+    """
+    p = _flag_parser.FlagParser("keras-slim-train", __doc__.split("\n\n")[0])
+    add = p.add
     add(
-        "--train_dir",
-        default="/tmp/tfmodel/",
-        help="Directory where checkpoints and event logs are written to.",
+        "train_dir",
+        "/tmp/tfmodel/",
+        "Directory where checkpoints and event logs are written to.",
     )
     _flags.add_deployment_flags(add)
     _flags.add_services_flags(add)
@@ -68,7 +68,9 @@ def parser():
     _flags.add_fine_tuning_flags(add)
     _flags.add_policy_flags(add)
     _flags.add_model_flags(add, image_size_flag="--train_image_size")
-    _flags.add_data_flags(add)
+    _flags.add_data_flags(add, training=True)
+    _flags.add_quantization_flag(add, training=True)
+    _flags.add_master_flag(add)
     _flags.add_logging_flags(add)
     return p
 
@@ -95,7 +97,7 @@ def _check(p, flags):
     sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
     if flags.num_ps_tasks and flags.worker_replicas > 1 and not sync_ps:
         p.error(
-            "argument --num_ps_tasks: with parameter servers the workers "
+            "flag --num_ps_tasks: with parameter servers the workers "
             "are asynchronous unless --sync_replicas is set; "
             f"--worker_replicas must stay 1, got {flags.worker_replicas}"
         )
@@ -103,7 +105,7 @@ def _check(p, flags):
         flags.replicas_to_aggregate = flags.worker_replicas
     if flags.replicas_to_aggregate != flags.worker_replicas and not sync_ps:
         p.error(
-            "argument --replicas_to_aggregate: backup workers (fewer "
+            "flag --replicas_to_aggregate: backup workers (fewer "
             "gradients per step than --worker_replicas) need parameter "
             "servers and --sync_replicas (--num_ps_tasks > 0); without "
             "them each step aggregates every worker "
@@ -115,28 +117,28 @@ def _check(p, flags):
         flags.summarize_activations = not sync_ps
     elif flags.summarize_activations and sync_ps:
         p.error(
-            "argument --summarize_activations: synchronous steps over "
+            "flag --summarize_activations: synchronous steps over "
             "parameter servers apply on the coordinator, where the "
-            "workers' batches are not; pass --no-summarize_activations"
+            "workers' batches are not; pass --nosummarize_activations"
         )
     if sync_ps:
         flags.task = 0  # the coordinator
     if flags.task >= flags.worker_replicas:
         p.error(
-            f"argument --task: {flags.task} is not below "
+            f"flag --task: {flags.task} is not below "
             f"--worker_replicas={flags.worker_replicas}"
         )
     if flags.checkpoint_path is not None:
         try:
             checkpoints.checkpoint_format(flags.checkpoint_path)
         except (FileNotFoundError, ValueError) as error:
-            p.error(f"argument --checkpoint_path: {error}")
+            p.error(f"flag --checkpoint_path: {error}")
     try:
         check_writable(
             "train_dir", flags.train_dir, what="checkpoints", create=True
         )
     except ValueError as error:
-        p.error(f"argument --train_dir: {error}")
+        p.error(f"flag --train_dir: {error}")
 
 
 def _deployment(flags):
@@ -232,12 +234,13 @@ class _Progress(StepCallback):
 
 
 def _held_out_task(flags):
-    """The validation split the chief evaluates at the end, found before
-    the first step; `None` (said once) when `--dataset_dir` has none."""
+    """The held-out split the chief evaluates at the end (the dataset's
+    validation or test split), found before the first step; `None` (said
+    once) when `--dataset_dir` has none."""
     try:
         return _task.task(
             flags,
-            split="validation",
+            split=_task.held_out_split(flags),
             batch_size=100,
             image_size=flags.train_image_size,
             is_training=False,
@@ -296,7 +299,7 @@ def run(flags):
     replicas = clones or strategy.num_replicas_in_sync
     train = _task.task(
         flags,
-        split="train",
+        split=flags.dataset_split_name,
         batch_size=flags.batch_size * replicas,
         image_size=flags.train_image_size,
         is_training=True,
@@ -356,7 +359,9 @@ def main(argv=None):
     flags = p.parse_args(argv)
     _check(p, flags)
     _flags.check_flags(p, flags, "--train_image_size")
-    _console.configure(flags.verbosity)
+    _console.configure(
+        flags.verbosity, flags.alsologtostderr or flags.logtostderr
+    )
     try:
         return run(flags)
     except (ValueError, FileNotFoundError) as error:

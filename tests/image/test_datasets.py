@@ -463,10 +463,22 @@ def test_different_classes_in_train_and_validation(tmp_path, images):
 
 def test_bad_split(shards):
     with pytest.raises(
-        ValueError,
-        match="Received: split='test'. Expected 'train' or 'validation'",
+        ValueError, match="Received: split=''. Expected a split"
+    ):
+        _load(shards, "")
+    # A split that is not there is named, with the files looked for.
+    with pytest.raises(
+        datasets.MissingSplitError,
+        match=r"No images of split 'test' found in .*/\*_test_\*\.tfrecord'",
     ):
         _load(shards, "test")
+    # A named dataset's splits are TF-Slim's.
+    with pytest.raises(
+        ValueError,
+        match="split name 'test' was not recognized for dataset 'flowers'. "
+        "Expected one of 'train', 'validation'",
+    ):
+        _load(shards, "test", dataset_name="flowers")
 
 
 def test_batch_size_larger_than_training_split(shards):

@@ -98,15 +98,18 @@ def test_policy_and_scope_flags_parse():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--batch_size", "0"], "argument --batch_size: must be a positive"),
-        (["--optimizer", "lbfgs"], "argument --optimizer: invalid choice"),
-        (["--gradient_multipliers", "logits"], "argument --gradient_mult"),
-        (["--labels", "3-11"], "argument --labels: digits must be 0-9"),
-        (["--momentum", "1.5"], "argument --momentum: must be in [0, 1)"),
-        (["--keep_checkpoint_max", "-1"], "argument --keep_checkpoint_max"),
+        (["--batch_size", "0"], "flag --batch_size=0: must be a positive"),
+        (
+            ["--optimizer", "lbfgs"],
+            "flag --optimizer=lbfgs: value should be one of",
+        ),
+        (["--gradient_multipliers", "logits"], "flag --gradient_mult"),
+        (["--labels", "3-11"], "flag --labels=3-11: digits must be 0-9"),
+        (["--momentum", "1.5"], "flag --momentum=1.5: must be in [0, 1)"),
+        (["--keep_checkpoint_max", "-1"], "flag --keep_checkpoint_max"),
         (
             ["--worker_replicas", "3", "--replicas_to_aggregate", "2"],
-            "argument --replicas_to_aggregate: backup workers (fewer",
+            "flag --replicas_to_aggregate: backup workers (fewer",
         ),
         (
             ["--num_ps_tasks", "1", "--replicas_to_aggregate", "2"],
@@ -121,23 +124,23 @@ def test_policy_and_scope_flags_parse():
                 "3",
                 "--summarize_activations",
             ],
-            "argument --summarize_activations: synchronous steps over",
+            "flag --summarize_activations: synchronous steps over",
         ),
         (
             ["--keep_checkpoint_every_n_hours", "0"],
-            "argument --keep_checkpoint_every_n_hours: must be a positive",
+            "flag --keep_checkpoint_every_n_hours=0: must be a positive",
         ),
         (
             ["--learning_rate", "inf"],
-            "argument --learning_rate: must be a finite number: inf",
+            "flag --learning_rate=inf: must be a finite number: inf",
         ),
         (
             ["--learning_rate", "nan"],
-            "argument --learning_rate: must be a finite number: nan",
+            "flag --learning_rate=nan: must be a finite number: nan",
         ),
         (
             ["--learning_rate", "-0.1"],
-            "argument --learning_rate: must be a positive number: -0.1",
+            "flag --learning_rate=-0.1: must be a positive number: -0.1",
         ),
         (
             ["--gradient_multipliers", "logits/.*=nan"],
@@ -147,19 +150,19 @@ def test_policy_and_scope_flags_parse():
             ["--gradient_multipliers", "conv1/.*=inf"],
             "the multiplier of 'conv1/.*' must be a finite number",
         ),
-        (["--task", "1"], "argument --task: 1 is not below"),
+        (["--task", "1"], "flag --task: 1 is not below"),
         (
             ["--checkpoint_path", "/no/such/ckpt"],
-            "argument --checkpoint_path: No checkpoint at '/no/such/ckpt'",
+            "flag --checkpoint_path: No checkpoint at '/no/such/ckpt'",
         ),
         (
             ["--num_ps_tasks", "1", "--worker_replicas", "2", "--task", "0"],
-            "argument --num_ps_tasks",
+            "flag --num_ps_tasks",
         ),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(args, message, tmp_path, capsys):
-    # In-process: argparse's exit 2 is SystemExit(2) from main().
+    # In-process: the parser's exit 2 is SystemExit(2) from main().
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--train_dir", str(tmp_path), *args])
     assert exit_info.value.code == 2
@@ -681,7 +684,7 @@ def test_the_network_on_clones_trains_like_one_device(mirrored):
 
 def test_summary_flags():
     flags = cli.parser().parse_args(
-        ["--no-summarize_activations", "--summarize_gradients"]
+        ["--nosummarize_activations", "--summarize_gradients"]
     )
     assert flags.summarize_variables is True
     assert flags.summarize_activations is False
@@ -733,3 +736,87 @@ def test_a_net_with_aux_logits_trains_both_heads_as_tf_slim(monkeypatch):
         "loss",
     ]
     model.fit(data, epochs=1, verbose=0)  # both heads train
+
+
+@pytest.mark.parametrize("flag", ["--alsologtostderr", "--logtostderr"])
+def test_absl_logging_flags_send_the_log_lines_to_stderr(flag, capsys):
+    import logging
+
+    from keras_slim.image import _console
+
+    flags = cli.parser().parse_args([flag])
+    _console.configure(
+        flags.verbosity, flags.alsologtostderr or flags.logtostderr
+    )
+    logging.getLogger("keras_slim").info("a line")
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "a line\n")
+    _console.configure(0)
+    logging.getLogger("keras_slim").info("back")
+    assert capsys.readouterr().out == "back\n"
+
+
+def test_tf_slim_spellings_of_flags():
+    """absl's spellings, as TF-Slim's users type them."""
+    written = cli.parser().parse_args(
+        [
+            "--train_dir=/tmp/x",
+            "--num_clones",
+            "2",
+            "--clone_on_cpu=True",
+            "--nosummarize_variables",
+            "--sync_replicas=false",
+            "--checkpoint_exclude_scopes=InceptionV3/Logits,InceptionV3/AuxLogits",
+            "--dataset_split_name=train",
+            "--labels_offset=1",
+            "--num_readers=2",
+            "--num_preprocessing_threads=3",
+            "--master=",
+            "--quantize_delay=-1",
+            "--use_grayscale",
+            "-v",
+            "1",
+        ]
+    )
+    assert written.train_dir == "/tmp/x" and written.num_clones == 2
+    assert written.clone_on_cpu is True and written.summarize_variables is False
+    assert written.sync_replicas is False
+    assert written.checkpoint_exclude_scopes == [
+        "InceptionV3/Logits",
+        "InceptionV3/AuxLogits",
+    ]
+    assert (written.labels_offset, written.num_readers) == (1, 2)
+    assert written.num_preprocessing_threads == 3 and written.use_grayscale
+    assert written.verbosity == 1 and written.master == ""
+    assert cli.parser().parse_args(["--noclone_on_cpu"]).clone_on_cpu is False
+
+
+def test_a_flagfile_is_read(tmp_path):
+    flagfile = tmp_path / "flags.txt"
+    flagfile.write_text("--batch_size=7\n--optimizer=adam\n")
+    flags = cli.parser().parse_args([f"--flagfile={flagfile}"])
+    assert (flags.batch_size, flags.optimizer) == (7, "adam")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--master=grpc://10.0.0.1:2222"], "flag --master: 'grpc://10.0.0.1"),
+        (["--quantize_delay=0"], "tfmot.quantization.keras.quantize_model"),
+        (["--clone_on_cpu=maybe"], "flag --clone_on_cpu=maybe: "),
+        (["stray"], "unexpected arguments ['stray']"),
+        (["--no_such_flag=1"], "Unknown command line flag 'no_such_flag'"),
+        (["--labels_offset=1"], "flag --labels_offset: the bundled digits"),
+        (
+            ["--dataset_split_name=test"],
+            "split name 'test' was not recognized for the bundled digits",
+        ),
+    ],
+)
+def test_tf_slim_flags_not_built_are_named(args, message, tmp_path, capsys):
+    try:
+        code = cli.main(["--train_dir", str(tmp_path), *args])
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code == 2
+    assert message in capsys.readouterr().err

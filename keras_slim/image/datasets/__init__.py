@@ -1,9 +1,11 @@
 """TF-Slim's datasets: `dataset_factory`, one reader per layout, writers.
 
 `datasets.load(dataset_dir, split, ...)` reads the images of one split
-(TF-Slim's TFRecord shards, or a folder of class subfolders) into a
-`tf.data` pipeline; `write_tfrecords` and `write_image_folder` write
-either from arrays; `digits` is the bundled 8x8 digits.
+(TF-Slim's TFRecords in the layout of its `dataset_name`: `layouts`, or a
+folder of class subfolders) into a `tf.data` pipeline; `write_dataset`
+(a named dataset's layout), `write_tfrecords` (shards of any name) and
+`write_image_folder` write them from arrays; `digits` is the bundled 8x8
+digits.
 """
 
 from keras_slim.image.datasets.dataset_factory import CHANNELS
@@ -12,9 +14,12 @@ from keras_slim.image.datasets.dataset_factory import ImageData
 from keras_slim.image.datasets.dataset_factory import MissingSplitError
 from keras_slim.image.datasets.dataset_factory import load
 from keras_slim.image.datasets.folders import IMAGE_EXTENSIONS
+from keras_slim.image.datasets.layouts import LAYOUTS
+from keras_slim.image.datasets.layouts import Layout
 from keras_slim.image.datasets.writers import IMAGE_FORMATS
 from keras_slim.image.datasets.writers import LABELS_FILENAME
 from keras_slim.image.datasets.writers import SPLITS
+from keras_slim.image.datasets.writers import write_dataset
 from keras_slim.image.datasets.writers import write_image_folder
 from keras_slim.image.datasets.writers import write_tfrecords
 
@@ -25,9 +30,12 @@ __all__ = [
     "IMAGE_FORMATS",
     "ImageData",
     "LABELS_FILENAME",
+    "LAYOUTS",
+    "Layout",
     "MissingSplitError",
     "SPLITS",
     "load",
+    "write_dataset",
     "write_image_folder",
     "write_tfrecords",
 ]

@@ -29,14 +29,44 @@ def at_least_two_classes(class_names, where):
 
 
 class Pipeline:
-    """The steps both formats share, from encoded images and int labels."""
+    """The steps both formats share, from encoded images and int labels.
 
-    def __init__(self, preprocess, num_classes, batch_size, is_training, seed):
+    Args:
+        preprocess: `(image, seed) -> image`, TF-Slim's preprocessing.
+        num_classes: The width of the one-hot labels (after the offset).
+        batch_size: Positive integer.
+        is_training: Shuffled, repeated, full batches when `True`.
+        seed: Integer: shuffles and per-element augmentation.
+        channels: The channels images are decoded to (1 or 3).
+        labels_offset: Subtracted from each label (TF-Slim's
+            `--labels_offset`). Defaults to `0`.
+        parallel_calls: Parallel decode and preprocessing calls
+            (`--num_preprocessing_threads`); `None`: tf.data's autotune.
+        grayscale: Converts the preprocessed images to one channel
+            (`--use_grayscale`). Defaults to `False`.
+    """
+
+    def __init__(
+        self,
+        preprocess,
+        num_classes,
+        batch_size,
+        is_training,
+        seed,
+        channels=CHANNELS,
+        labels_offset=0,
+        parallel_calls=None,
+        grayscale=False,
+    ):
         self.preprocess = preprocess
         self.num_classes = num_classes
         self.batch_size = batch_size
         self.is_training = is_training
         self.seed = seed
+        self.channels = channels
+        self.labels_offset = labels_offset
+        self.parallel_calls = parallel_calls or tf.data.AUTOTUNE
+        self.grayscale = grayscale
 
     def shuffle(self, data, buffer_size):
         """Shuffles and repeats in training; one pass otherwise."""
@@ -57,17 +87,20 @@ class Pipeline:
         def element(index, source):
             encoded, label = fetch(source)
             image = tf.io.decode_image(
-                encoded, channels=CHANNELS, expand_animations=False
+                encoded, channels=self.channels, expand_animations=False
             )
             seed = tf.stack([tf.constant(self.seed, tf.int64), index])
-            return self.preprocess(image, seed=seed), label
+            image = self.preprocess(image, seed=seed)
+            if self.grayscale and self.channels == 3:
+                image = tf.image.rgb_to_grayscale(image)
+            return image, label - self.labels_offset
 
         def one_hot(images, labels):
             return images, tf.one_hot(labels, self.num_classes, dtype="float32")
 
         # Index the elements after the repeat: each epoch's crops differ.
         data = data.enumerate().map(
-            element, num_parallel_calls=tf.data.AUTOTUNE
+            element, num_parallel_calls=self.parallel_calls
         )
         data = data.batch(self.batch_size, drop_remainder=self.is_training)
         # One op per batch, not per image.

@@ -5,17 +5,23 @@ Import it as `from keras_slim.image import datasets`.
 `load(dataset_dir, split, ...)` finds the images of one split in one of
 two formats, detected from what `dataset_dir` holds:
 
-- **TFRecord, TF-Slim's format** (`"tfrecord"`): shards named
-  `<name>_<split>_*.tfrecord` (TF-Slim's `flowers_train_00000-of-00005`),
-  each record a `tf.train.Example` with `image/encoded` (JPEG or PNG
-  bytes), `image/format` (`b"jpeg"` or `b"png"`) and `image/class/label`
-  (int64); `image/height` and `image/width` may be there and are not
-  read. A `labels.txt` beside the shards (TF-Slim's
-  `dataset_utils.write_label_file`, lines `0:daisy`) names the classes;
-  without it, the classes are numbered 0 to the largest label found.
-  Shards are read with `tf.data.Dataset.list_files` and
-  `tf.data.TFRecordDataset` (interleaved, up to 4 at a time), records
-  parsed with `tf.io.parse_single_example`.
+- **TFRecord, TF-Slim's format** (`"tfrecord"`): the files of the split
+  as TF-Slim's converter for `dataset_name` names them (`layouts.py`:
+  flowers' `flowers_train_00000-of-00005.tfrecord`, cifar10's and
+  mnist's one `cifar10_train.tfrecord`, ImageNet's `train-00000-of-01024`,
+  visualwakewords' `train.record-00000-of-00010`; for any other name
+  `*_<split>_*.tfrecord` or `*_<split>.tfrecord`), each record a
+  `tf.train.Example` with `image/encoded` (JPEG or PNG bytes),
+  `image/format` and `image/class/label` (int64); other keys (sizes,
+  ImageNet's boxes and class text) are not read. A named dataset has
+  TF-Slim's classes (ImageNet 1001, 0 the background; `labels_offset`
+  subtracts from every label) and channels (mnist 1); for another name a
+  `labels.txt` beside the files (TF-Slim's `dataset_utils.
+  write_label_file`, lines `0:daisy`) names the classes, and without it
+  they are numbered 0 to the largest label found. Files are read with
+  `tf.data.Dataset.list_files` and `tf.data.TFRecordDataset`
+  (interleaved in order, `num_readers` at a time), records parsed with
+  `tf.io.parse_single_example`.
 - **A folder of class subfolders** (`"folder"`): `dataset_dir/<class>/`
   holding `.jpg`, `.jpeg`, `.png`, `.bmp` or `.gif` files (subfolders
   below a class count as that class). Keras's
@@ -27,7 +33,8 @@ two formats, detected from what `dataset_dir` holds:
   When `dataset_dir/train` and `dataset_dir/validation` both exist, they
   are the splits instead, each a folder of class subfolders.
 
-Both formats then share one path: `tf.io.decode_image` (3 channels),
+Both formats then share one path: `tf.io.decode_image` (3 channels, or
+the dataset's),
 `keras_slim.image.preprocessing` (TF-Slim's preprocessing_factory, random crops
 in training), one-hot labels, batches, prefetch. Training data is
 shuffled (files, then records or paths; reshuffled each epoch, seeded),
@@ -60,6 +67,7 @@ from keras_slim import _validation
 from keras_slim.image import preprocessing
 from keras_slim.image.datasets import _pipeline
 from keras_slim.image.datasets import folders
+from keras_slim.image.datasets import layouts
 from keras_slim.image.datasets import tfrecords
 from keras_slim.image.datasets.folders import IMAGE_EXTENSIONS
 from keras_slim.image.datasets.writers import IMAGE_FORMATS
@@ -132,6 +140,11 @@ def load(
     preprocessing_name,
     seed=0,
     validation_fraction=0.2,
+    dataset_name=None,
+    labels_offset=0,
+    num_readers=tfrecords.READERS,
+    num_preprocessing_threads=None,
+    use_grayscale=False,
 ):
     """Reads the images of `split` from `dataset_dir` into a tf.data pipeline.
 
@@ -141,7 +154,9 @@ def load(
         dataset_dir: Path of TF-Slim TFRecord shards with `labels.txt`, or
             of class subfolders (or of `train/` and `validation/`, each of
             class subfolders).
-        split: `"train"` or `"validation"`.
+        split: The split's name: one of the dataset's splits (its
+            `layouts.Layout`), or for other names the `<split>` of its file
+            names; folders have `"train"` and `"validation"`.
         image_size: Positive integer: the side of the square images.
         batch_size: Positive integer.
         is_training: Boolean. `True`: shuffled, repeated, batches of
@@ -153,13 +168,27 @@ def load(
         validation_fraction: Float in (0, 1): the part of a folder's files
             that is `"validation"` (not used for TFRecords or `train/` and
             `validation/` subfolders). Defaults to `0.2`.
+        dataset_name: One of TF-Slim's dataset names (`layouts.LAYOUTS`:
+            its file names, splits, classes and channels), or `None` (or
+            any other name) for `layouts.GENERIC`. Defaults to `None`.
+        labels_offset: Non-negative integer subtracted from every label,
+            and from the classes (TF-Slim's `--labels_offset`: 1 reads
+            ImageNet's 1001 labels for a 1000-class net). Defaults to `0`.
+        num_readers: Positive integer: TFRecord files read at a time, in
+            order. Defaults to `4` (TF-Slim's).
+        num_preprocessing_threads: Positive integer: parallel decode and
+            preprocessing calls; `None`: tf.data's autotune. Defaults to
+            `None`.
+        use_grayscale: Converts the images to one channel after
+            preprocessing, as TF-Slim's `--use_grayscale`. Defaults to
+            `False`.
 
     Returns:
         An `ImageData`.
 
     Raises:
         MissingSplitError: (a `ValueError`) when `dataset_dir` holds
-            neither shards of the split nor class subfolders with images.
+            neither files of the split nor class subfolders with images.
         ValueError: for a bad argument; when `dataset_dir` is not a
             directory, or fewer than 2 classes; for a shard
             that is not a TFRecord file, whose first record is not a
@@ -169,7 +198,8 @@ def load(
             cannot be decoded, `train/` and `validation/` subfolders with
             different classes, a `validation_fraction` that leaves no
             validation image; when `batch_size` is larger than the images
-            of a training split.
+            of a training split; for a split the named dataset does not
+            have; for labels below `labels_offset`.
 
     Example:
     ```python
@@ -181,6 +211,14 @@ def load(
     """
     dataset_dir = _validation.path("dataset_dir", dataset_dir)
     _check_arguments(split, batch_size, seed, validation_fraction)
+    layout = layouts.layout(dataset_name)
+    layout.check_split(split)
+    labels_offset = _validation.non_negative_int("labels_offset", labels_offset)
+    num_readers = _validation.positive_int("num_readers", num_readers)
+    if num_preprocessing_threads is not None:
+        _validation.positive_int(
+            "num_preprocessing_threads", num_preprocessing_threads
+        )
     preprocess = preprocessing.get_preprocessing(
         preprocessing_name, is_training=is_training, image_size=image_size
     )
@@ -193,7 +231,8 @@ def load(
             f"dataset_dir={dataset_dir!r}, which {what}. Expected a "
             "directory of TFRecord shards or of class subfolders."
         )
-    source = _find(dataset_dir, split, int(seed), validation_fraction)
+    source = _find(dataset_dir, split, int(seed), validation_fraction, layout)
+    num_classes = _offset_classes(source, labels_offset, dataset_dir)
     if is_training and batch_size > source.num_samples:
         raise ValueError(
             f"Invalid value for argument `batch_size`. Received: "
@@ -204,25 +243,54 @@ def load(
         )
     pipeline = _pipeline.Pipeline(
         preprocess=preprocess,
-        num_classes=source.num_classes,
+        num_classes=num_classes,
         batch_size=int(batch_size),
         is_training=is_training,
         seed=int(seed),
+        channels=source.channels,
+        labels_offset=labels_offset,
+        parallel_calls=num_preprocessing_threads,
+        grayscale=bool(use_grayscale),
     )
+    class_names = source.class_names
+    if class_names is not None:
+        class_names = class_names[labels_offset:]
     return ImageData(
-        dataset=source.dataset(pipeline),
+        dataset=source.dataset(pipeline, readers=num_readers),
         num_samples=source.num_samples,
-        num_classes=source.num_classes,
-        class_names=source.class_names,
+        num_classes=num_classes,
+        class_names=class_names,
         format=source.format,
-        channels=CHANNELS,
+        channels=1 if use_grayscale else source.channels,
         files=tuple(source.files),
     )
 
 
+def _offset_classes(source, labels_offset, dataset_dir):
+    """The classes after `labels_offset`; raises for labels below it."""
+    if source.lowest_label < labels_offset:
+        raise ValueError(
+            f"Invalid value for argument `labels_offset`. Received: "
+            f"labels_offset={labels_offset}, but the images in "
+            f"{dataset_dir!r} have labels from {source.lowest_label}. "
+            f"Expected at most {source.lowest_label} (1 for ImageNet's "
+            "labels 1 to 1000, 0 being the background class)."
+        )
+    if source.num_classes - labels_offset < 2:
+        raise ValueError(
+            f"Invalid value for argument `labels_offset`. Received: "
+            f"labels_offset={labels_offset}, which leaves "
+            f"{source.num_classes - labels_offset} of the "
+            f"{source.num_classes} classes. Expected at least 2 to classify."
+        )
+    return source.num_classes - labels_offset
+
+
 def _check_arguments(split, batch_size, seed, validation_fraction):
-    if split not in SPLITS:
-        raise _validation.invalid("split", split, "'train' or 'validation'")
+    if not isinstance(split, str) or not split or "/" in split:
+        raise _validation.invalid(
+            "split", split, "a split name, such as 'train'"
+        )
     _validation.positive_int("batch_size", batch_size)
     if not _validation.is_int(seed) or seed < 0:
         raise _validation.invalid("seed", seed, "a non-negative integer")
@@ -234,27 +302,42 @@ def _check_arguments(split, batch_size, seed, validation_fraction):
         )
 
 
-def _find(dataset_dir, split, seed, validation_fraction):
-    """The split's source in `dataset_dir`: shards first, then folders."""
-    pattern = os.path.join(dataset_dir, f"*_{split}_*.tfrecord")
-    shards = sorted(tf.io.gfile.glob(pattern))
-    if shards:
-        return tfrecords.TFRecordSource(dataset_dir, pattern, shards)
-    train = os.path.join(dataset_dir, "train")
-    validation = os.path.join(dataset_dir, "validation")
-    if tf.io.gfile.isdir(train) and tf.io.gfile.isdir(validation):
-        return folders.FolderSource.of_split_folders(
-            train, validation, split, seed
+def _find(dataset_dir, split, seed, validation_fraction, layout):
+    """The split's source in `dataset_dir`: the layout's files first, then
+    folders (for the splits `"train"` and `"validation"`)."""
+    globs = [
+        os.path.join(dataset_dir, p.format(split=split))
+        for p in layout.patterns
+    ]
+    for pattern in globs:
+        files = sorted(
+            f for f in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(f)
         )
-    if folders.class_folders(dataset_dir):
-        return folders.FolderSource.of_fraction(
-            dataset_dir, split, seed, validation_fraction
-        )
+        if files:
+            return tfrecords.TFRecordSource(
+                dataset_dir,
+                pattern,
+                files,
+                num_classes=layout.num_classes,
+                channels=layout.channels,
+            )
+    if split in SPLITS:
+        train = os.path.join(dataset_dir, "train")
+        validation = os.path.join(dataset_dir, "validation")
+        if tf.io.gfile.isdir(train) and tf.io.gfile.isdir(validation):
+            return folders.FolderSource.of_split_folders(
+                train, validation, split, seed
+            )
+        if folders.class_folders(dataset_dir):
+            return folders.FolderSource.of_fraction(
+                dataset_dir, split, seed, validation_fraction
+            )
+    named = "" if layout is layouts.GENERIC else f"dataset {layout.name!r}: "
     raise MissingSplitError(
         f"No images of split {split!r} found in {dataset_dir!r}. Looked for "
-        f"TFRecord shards matching {pattern!r} and for class subfolders "
-        f"holding images ({', '.join(IMAGE_EXTENSIONS)}); found "
-        f"{_pipeline.listing(dataset_dir)}. Expected TF-Slim's shards or "
-        "`<dataset_dir>/<class>/<image>` files (`keras_slim.image.datasets."
-        "write_tfrecords` and `write_image_folder` write either)."
+        f"{named}TFRecord files matching {' or '.join(map(repr, globs))} and "
+        f"for class subfolders holding images ({', '.join(IMAGE_EXTENSIONS)}); "
+        f"found {_pipeline.listing(dataset_dir)}. Expected TF-Slim's files "
+        "or `<dataset_dir>/<class>/<image>` files (`keras_slim.image.datasets."
+        "write_dataset` and `write_image_folder` write either)."
     )

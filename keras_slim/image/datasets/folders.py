@@ -30,6 +30,8 @@ class FolderSource:
     """
 
     format = "folder"
+    channels = _pipeline.CHANNELS
+    lowest_label = 0
 
     def __init__(self, files, labels, class_names):
         # Sorted by path: eval's order; training shuffles all of them.
@@ -71,7 +73,10 @@ class FolderSource:
             )
         return cls(*_list_images(folders[split], seed))
 
-    def dataset(self, pipeline):
+    def dataset(self, pipeline, readers=None):
+        """The split's `(images, labels)` batches (`readers`: unused, as
+        files are read in the parallel map)."""
+        del readers
         paths = tf.data.Dataset.from_tensor_slices(
             (self.files, np.asarray(self.labels, np.int64))
         )

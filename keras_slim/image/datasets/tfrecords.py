@@ -1,8 +1,9 @@
 """TF-Slim's TFRecord shards: `tf.train.Example`s with `image/encoded`,
 `image/format` and `image/class/label`, and a `labels.txt`.
 
-The shards of a split are read with `tf.data.Dataset.list_files` and
-`tf.data.TFRecordDataset` (interleaved, up to 4 at a time), records
+The files of a split are read with `tf.data.Dataset.list_files` and
+`tf.data.TFRecordDataset` (interleaved in order, `readers` at a time:
+TF-Slim's `--num_readers`), records
 parsed with `tf.io.parse_single_example`. Before a source is returned,
 the first record of each shard is parsed and its image decoded, and every
 record's framing and label are read (counting them reads every shard
@@ -23,7 +24,8 @@ from keras_slim.image.datasets.writers import LABELS_FILENAME
 
 # TF-Slim's shuffle of records before decoding: this many, or all.
 SHUFFLE_BUFFER = 1000
-_MAX_PARALLEL_SHARDS = 4
+#: TF-Slim's `--num_readers` default.
+READERS = 4
 _SCAN_BATCH = 1024
 
 _FEATURES = {
@@ -44,6 +46,10 @@ class TFRecordSource:
         dataset_dir: The directory of the shards (and `labels.txt`).
         pattern: The glob of the split's shards.
         shards: The shards, sorted.
+        num_classes: The dataset's classes (TF-Slim's `_NUM_CLASSES` of
+            a named dataset), or `None`: `labels.txt`'s, else the largest
+            label found + 1.
+        channels: The channels images are decoded to. Defaults to `3`.
 
     Raises:
         ValueError: naming the shard, for one that cannot be read, whose
@@ -52,12 +58,23 @@ class TFRecordSource:
 
     format = "tfrecord"
 
-    def __init__(self, dataset_dir, pattern, shards):
+    def __init__(
+        self, dataset_dir, pattern, shards, num_classes=None, channels=3
+    ):
         self.pattern = pattern
         self.files = shards
+        self.channels = channels
         self.class_names = _read_label_file(dataset_dir)
+        if num_classes is not None and self.class_names is not None:
+            if len(self.class_names) != num_classes:
+                raise ValueError(
+                    f"{os.path.join(dataset_dir, LABELS_FILENAME)!r} names "
+                    f"{len(self.class_names)} classes; the dataset has "
+                    f"{num_classes}. Expected one line per class, `0:<name>` "
+                    f"to `{num_classes - 1}:<name>`."
+                )
         for shard in shards:
-            _check_first_record(shard)
+            _check_first_record(shard, channels)
         counts = [_scan(shard) for shard in shards]
         self.num_samples = sum(count for count, _, _ in counts)
         if not self.num_samples:
@@ -65,7 +82,10 @@ class TFRecordSource:
                 f"The TFRecord shards matching {pattern!r} hold no records: "
                 f"{shards}. Expected records of {EXPECTED_RECORD}."
             )
-        if self.class_names is None:
+        self.lowest_label = min(low for count, low, _ in counts if count)
+        if num_classes is not None:
+            self.num_classes = num_classes
+        elif self.class_names is None:
             self.num_classes = max(high for _, _, high in counts) + 1
             where = f"{dataset_dir!r} (labels 0 to the largest label found)"
             _pipeline.at_least_two_classes(list(range(self.num_classes)), where)
@@ -77,13 +97,23 @@ class TFRecordSource:
                     shard, low, high, dataset_dir, self.num_classes
                 )
 
-    def dataset(self, pipeline):
+    def dataset(self, pipeline, readers=READERS):
+        """The split's `(images, labels)` batches, as `pipeline` makes them.
+
+        Args:
+            pipeline: The `_pipeline.Pipeline`.
+            readers: Files read at a time (`--num_readers`). Defaults to
+                `READERS`.
+
+        Returns:
+            A `tf.data.Dataset`.
+        """
         files = tf.data.Dataset.list_files(
             self.pattern, shuffle=pipeline.is_training, seed=pipeline.seed
         )
         records = files.interleave(
             tf.data.TFRecordDataset,
-            cycle_length=min(len(self.files), _MAX_PARALLEL_SHARDS),
+            cycle_length=min(len(self.files), readers),
             num_parallel_calls=tf.data.AUTOTUNE,
             # In order: the same records in the same order on every run,
             # so a resumed run is the run never interrupted.
@@ -127,7 +157,7 @@ def _read_label_file(dataset_dir):
     return class_names
 
 
-def _check_first_record(shard):
+def _check_first_record(shard, channels):
     """Parses the first record of `shard` and decodes its image."""
     try:
         records = list(tf.data.TFRecordDataset(shard).take(1))
@@ -145,7 +175,7 @@ def _check_first_record(shard):
     try:
         tf.io.decode_image(
             features.feature[ENCODED].bytes_list.value[0],
-            channels=_pipeline.CHANNELS,
+            channels=channels,
             expand_animations=False,
         )
     except tf.errors.OpError as error:

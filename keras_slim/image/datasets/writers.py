@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_slim import _validation
+from keras_slim.image.datasets import layouts
 
 SPLITS = ("train", "validation")
 IMAGE_FORMATS = ("png", "jpeg")
@@ -24,6 +25,7 @@ LABELS_FILENAME = "labels.txt"
 ENCODED = "image/encoded"
 FORMAT = "image/format"
 LABEL = "image/class/label"
+CLASS_TEXT = "image/class/text"
 
 
 def write_tfrecords(
@@ -74,36 +76,126 @@ def write_tfrecords(
     output_dir = _validation.path("output_dir", output_dir)
     if not isinstance(name, str) or not name:
         raise _validation.invalid("name", name, "a non-empty str")
-    if split not in SPLITS:
-        raise _validation.invalid("split", split, "'train' or 'validation'")
+    if not isinstance(split, str) or not split:
+        raise _validation.invalid("split", split, "a split name: 'train'")
     images, labels = _images_and_labels(images, labels)
     shards = _validation.positive_int("shards", shards)
     if shards > len(images):
         raise _validation.invalid(
             "shards", shards, f"at most the {len(images)} images"
         )
-    encode = _encoder(image_format)
-    tf.io.gfile.makedirs(output_dir)
-    per_shard = math.ceil(len(images) / shards)
-    paths = []
-    for i in range(shards):
-        path = os.path.join(
-            output_dir, f"{name}_{split}_{i:05d}-of-{shards:05d}.tfrecord"
+    file_name = "{name}_{split}_{index:05d}-of-{count:05d}.tfrecord"
+    paths = [
+        os.path.join(
+            output_dir,
+            file_name.format(name=name, split=split, index=i, count=shards),
         )
-        with tf.io.TFRecordWriter(path) as writer:
-            for j in range(
-                i * per_shard, min((i + 1) * per_shard, len(images))
-            ):
-                writer.write(
-                    _example(images[j], labels[j], encode, image_format)
-                )
-        paths.append(path)
+        for i in range(shards)
+    ]
+    _write_records(images, labels, paths, image_format, class_names)
     if class_names is not None:
         _write_label_file(class_names, output_dir)
     return paths
 
 
-def _images_and_labels(images, labels):
+def write_dataset(
+    images,
+    labels,
+    output_dir,
+    dataset_name,
+    split,
+    *,
+    shards=None,
+    image_format="png",
+    class_names=None,
+):
+    """Writes a split in the layout of one of TF-Slim's datasets.
+
+    The files are named as TF-Slim's converter for `dataset_name` names
+    them (`layouts.LAYOUTS`): `flowers_train_00000-of-00005.tfrecord`,
+    `cifar10_train.tfrecord`, `mnist_test.tfrecord`,
+    `train-00000-of-01024` (build_imagenet_data), `val.record-00000-of-
+    00010` (visualwakewords); the records are `tf.train.Example`s with
+    TF-Slim's keys (`image/encoded`, `image/format`, `image/class/label`,
+    `image/height`, `image/width`, and `image/class/text` where
+    `class_names` are given).
+
+    Args:
+        images: uint8 images `[height, width, channels]`, 3 channels (1
+            for mnist).
+        labels: Integer label of each image, as the dataset numbers them
+            (ImageNet: 1 to 1000, 0 the background).
+        output_dir: Path of the directory to write into (created).
+        dataset_name: One of `layouts.LAYOUTS`.
+        split: One of the dataset's splits.
+        shards: Positive integer: the files of the split; `None`: as
+            many as TF-Slim's converter writes (1 for cifar10 and mnist,
+            whose layout is one file). Defaults to `None`.
+        image_format: `"png"` or `"jpeg"`. Defaults to `"png"`.
+        class_names: The name of each label (`labels.txt`, `0:daisy`, and
+            each record's `image/class/text`); `None` writes neither.
+
+    Returns:
+        The paths of the files written, a list of str.
+
+    Raises:
+        ValueError: for a bad argument, an unknown `dataset_name`, a
+            split the dataset does not have, images of the wrong channels.
+
+    Example:
+    ```python
+    images = np.random.randint(0, 256, (40, 32, 32, 3), dtype=np.uint8)
+    write_dataset(images, np.arange(40) % 10, "/tmp/cifar10", "cifar10",
+                  "train", class_names=[str(i) for i in range(10)])
+    ```
+    """
+    output_dir = _validation.path("output_dir", output_dir)
+    if dataset_name not in layouts.LAYOUTS:
+        raise _validation.invalid(
+            "dataset_name",
+            dataset_name,
+            f"one of {', '.join(map(repr, layouts.LAYOUTS))}",
+        )
+    layout = layouts.LAYOUTS[dataset_name]
+    layout.check_split(split)
+    images, labels = _images_and_labels(images, labels, layout.channels)
+    one_file = "{index" not in layout.file_name
+    count = 1 if one_file else shards or layout.shards(split)
+    count = _validation.positive_int("shards", count)
+    if one_file and shards not in (None, 1):
+        raise _validation.invalid(
+            "shards", shards, f"None or 1: {dataset_name} is one file a split"
+        )
+    count = min(count, len(images))
+    paths = [
+        os.path.join(
+            output_dir,
+            layout.file_name.format(split=split, index=i, count=count),
+        )
+        for i in range(count)
+    ]
+    _write_records(images, labels, paths, image_format, class_names)
+    if class_names is not None:
+        _write_label_file(class_names, output_dir)
+    return paths
+
+
+def _write_records(images, labels, paths, image_format, class_names):
+    """Writes consecutive images to each path, as TF-Slim's converters."""
+    encode = _encoder(image_format)
+    for path in paths:
+        tf.io.gfile.makedirs(os.path.dirname(path))
+    per_file = math.ceil(len(images) / len(paths))
+    for i, path in enumerate(paths):
+        with tf.io.TFRecordWriter(path) as writer:
+            for j in range(i * per_file, min((i + 1) * per_file, len(images))):
+                text = None if class_names is None else class_names[labels[j]]
+                writer.write(
+                    _example(images[j], labels[j], encode, image_format, text)
+                )
+
+
+def _images_and_labels(images, labels, channels=3):
     images = [np.asarray(image) for image in images]
     labels = [int(label) for label in labels]
     if len(images) != len(labels) or not images:
@@ -112,11 +204,15 @@ def _images_and_labels(images, labels):
             "Expected as many labels as images, at least 1."
         )
     for image in images:
-        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        if (
+            image.dtype != np.uint8
+            or image.ndim != 3
+            or image.shape[2] != channels
+        ):
             raise _validation.invalid(
                 "images",
                 f"an image of dtype {image.dtype} and shape {image.shape}",
-                "uint8 images of shape [height, width, 3]",
+                f"uint8 images of shape [height, width, {channels}]",
             )
     return images, labels
 
@@ -130,7 +226,7 @@ def _encoder(image_format):
     return lambda image: encode(image).numpy()
 
 
-def _example(image, label, encode, image_format):
+def _example(image, label, encode, image_format, text=None):
     def feature(**kind):
         return tf.train.Feature(**kind)
 
@@ -147,6 +243,10 @@ def _example(image, label, encode, image_format):
             int64_list=tf.train.Int64List(value=[image.shape[1]])
         ),
     }
+    if text is not None:
+        features[CLASS_TEXT] = feature(
+            bytes_list=tf.train.BytesList(value=[text.encode()])
+        )
     example = tf.train.Example(features=tf.train.Features(feature=features))
     return example.SerializeToString()
 
