@@ -474,3 +474,49 @@ def test_nonfinite_step_skipped_silently_when_not_raising(jit_compile):
         assert run.skipped_steps.read() == (1, 3, 3)
     assert int(model.optimizer.iterations.numpy()) == 4
     assert max_abs_diff(weights(model), weights(reference)) < 1e-6
+
+
+def test_short_fits_reuse_the_input_stand_in_and_equal_one_long_fit():
+    """A second `fit` on the same kind of input reuses the (immutable)
+    stand-in dataset the first made, instead of tracing a new one; fits of
+    one step each train as they did with a new stand-in each."""
+    from keras_slim._fit import feed
+
+    x, y = classification_data(n=64)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
+    short = compile_model(mlp(), metrics=[])
+    short.fit(data, steps_per_epoch=1, verbose=0)
+    made = dict(feed._STAND_INS)
+    for _ in range(3):
+        short.fit(data, steps_per_epoch=1, verbose=0)
+    assert feed._STAND_INS == made
+    other = tf.data.Dataset.from_tensor_slices((x[:, :4], y)).batch(16)
+    stand_in = feed._stand_in(4, other.element_spec)
+    assert stand_in is feed._stand_in(4, other.element_spec)
+    assert stand_in is not feed._stand_in(3, other.element_spec)
+
+    fresh = compile_model(mlp(), metrics=[])
+    for _ in range(4):
+        feed._STAND_INS.clear()
+        fresh.fit(data, steps_per_epoch=1, verbose=0)
+    assert max_abs_diff(weights(short), weights(fresh)) == 0
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        (tf.TensorSpec([None, 8]), tf.TensorSpec([None], tf.int32)),
+        {"a": tf.TensorSpec([16, 8]), "b": tf.TensorSpec([16], tf.int64)},
+        (tf.TensorSpec([None, None, 3]), tf.TensorSpec([None])),
+        (tf.TensorSpec([4, 8]), tf.TensorSpec([None])),
+    ],
+)
+@pytest.mark.parametrize("cardinality", [3, tf.data.INFINITE_CARDINALITY, -2])
+def test_the_stand_in_has_the_inputs_spec_and_cardinality(spec, cardinality):
+    from keras_slim._fit import feed
+
+    stand_in = feed._make_stand_in(int(cardinality), spec)
+    assert stand_in.element_spec == spec
+    assert int(stand_in.cardinality()) == int(cardinality)
+    if cardinality == 3:
+        assert len(list(stand_in)) == 3

@@ -19,6 +19,7 @@ import tensorflow as tf
 from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
+from keras_slim._fit import input_options
 
 logger = logging.getLogger("keras_slim")
 
@@ -51,12 +52,12 @@ class Feed:
     #: parameter-server loop).
     follows_keras = True
 
-    def __init__(self, x, y, kwargs, *, why=None):
+    def __init__(self, x, y, kwargs, *, why=None, seed=0):
         self.x = x
         self.y = y
         self.kwargs = kwargs
         self.why = why
-        self.state = DataState()
+        self.state = DataState(seed)
         self.resume_skips = 0
         # Keras's epoch and the steps run in it, counted on the host
         # (`keras_slim/_fit/position.py`), written to `state` on save.
@@ -155,12 +156,11 @@ class HostFeed(Feed):
         stateless=False,
     ):
         # The host pipeline shuffles; Keras's stand-in is never read.
-        super().__init__(None, None, dict(kwargs, shuffle=False))
+        super().__init__(None, None, dict(kwargs, shuffle=False), seed=seed)
         self._make = dataset
         self.blocks = blocks
         self.reads_blocks = blocks is not None
-        self.state = DataState(seed)
-        self.stand_in = _stand_in(cardinality, element_spec)
+        self.stand_in = _stand_in(int(cardinality), element_spec)
         self._keras_iterator = None
         self._host = None
         self._next = None
@@ -199,6 +199,7 @@ class HostFeed(Feed):
         dataset = self._make(int(self.state.seed.numpy()))
         if self._options is not None:
             dataset = dataset.with_options(self._options)
+        dataset = input_options.for_fit(dataset)
         if self.blocks is None:
             return dataset
         return blocks_lib.of(dataset, self.blocks)
@@ -261,24 +262,73 @@ class HostFeed(Feed):
                 break
 
 
+# Stand-ins made, by (cardinality, repr(spec)): a dataset is immutable, and
+# making one traces its map function, a third of a short `fit` call's cost.
+_STAND_INS = {}
+_MAX_STAND_INS = 64
+
+
 def _stand_in(cardinality, spec):
-    """Zeros of `spec`'s structure, `cardinality` long, for Keras to count."""
+    """Zeros of `spec`'s structure, `cardinality` long, for Keras to count.
+
+    The same cardinality and spec give the same (immutable) dataset: a
+    second `fit` on the same kind of input reuses the first's.
+    """
+    key = (cardinality, repr(spec))
+    if key not in _STAND_INS:
+        if len(_STAND_INS) >= _MAX_STAND_INS:
+            _STAND_INS.pop(next(iter(_STAND_INS)))
+        _STAND_INS[key] = _make_stand_in(cardinality, spec)
+    return _STAND_INS[key]
+
+
+def _make_stand_in(cardinality, spec):
     endless = cardinality == tf.data.INFINITE_CARDINALITY
     unknown = cardinality < 0 and not endless
-    indices = tf.data.Dataset.range(1 if endless or unknown else cardinality)
+    count = 1 if endless or unknown else cardinality
+    stand_in = _one_element(spec)
+    if stand_in is None:
+        indices = tf.data.Dataset.range(count)
 
-    def zeros(i):
-        # A dynamic 1 keeps the batch dimension unknown, as in `spec`.
-        one = tf.cast(i * 0 + 1, tf.int32)
-        return tf.nest.map_structure(lambda s: _zeros(s, one), spec)
+        def zeros(i):
+            # A dynamic 1 keeps the unknown dimensions unknown, as in `spec`.
+            one = tf.cast(i * 0 + 1, tf.int32)
+            return tf.nest.map_structure(lambda s: _zeros(s, one), spec)
 
-    stand_in = indices.map(zeros)
+        stand_in = indices.map(zeros)
+    else:
+        stand_in = stand_in.repeat(count)
     if endless:
         return stand_in.repeat()
     if unknown:
         # Ended by the host data running out, never by the stand-in.
         return stand_in.repeat().filter(lambda *_: True)
     return stand_in
+
+
+def _one_element(spec):
+    """One element of zeros of `spec`, made without a dataset function
+    (whose instantiation made each `fit`'s iterator cost milliseconds),
+    or `None` where only a map gives the spec exactly: dense tensors whose
+    shapes are known, or unknown in the batch dimension alone of each."""
+    specs = tf.nest.flatten(spec)
+    if not all(isinstance(s, tf.TensorSpec) for s in specs):
+        return None
+    shapes = [s.shape for s in specs]
+    if any(s.rank is None or None in s[1:] for s in shapes):
+        return None
+    batch_unknown = [s.rank > 0 and s[0] is None for s in shapes]
+    if not any(batch_unknown):
+        zeros = [tf.zeros(s.shape, s.dtype) for s in specs]
+        return tf.data.Dataset.from_tensors(
+            tf.nest.pack_sequence_as(spec, zeros)
+        )
+    if not all(batch_unknown):
+        return None
+    zeros = [tf.zeros([1, *s.shape[1:]], s.dtype) for s in specs]
+    element = tf.nest.pack_sequence_as(spec, zeros)
+    # unbatch + batch(1): the batch dimension unknown, as in `spec`.
+    return tf.data.Dataset.from_tensors(element).unbatch().batch(1)
 
 
 def _array_dataset(arrays, batch_size, shuffle):
