@@ -66,6 +66,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/xla.py
 	$(BIN)/python bench/step_profile.py
 	$(BIN)/python bench/nets_load.py
+	$(BIN)/python bench/fit_call.py
+	$(BIN)/python bench/input_threads.py --input memory
+	$(BIN)/python bench/input_threads.py --input images --processes 5
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits

@@ -1,20 +1,18 @@
-"""Steps/s process by process: the input's tf.data threads and the step.
+"""Steps/s process by process: where the input's tf.data threads matter.
 
 On 2 cores the CNN of bench/_common.py, fed its in-memory batch by
-`tf.data`, ran under `fit` at ~170 steps/s in some processes and ~117 in
-others: tf.data's own threads (a pool as large as the machine, autotune,
-prefetch) competed with the step's kernels. `SlimModel.fit` now reads
-such an input with one thread and no autotune
-(keras_slim/_fit/input_options.py) and keeps tf.data's defaults for an
-input that works (decoding, parallel maps, files).
-
-Each process is fresh and runs one system; processes alternate. Systems:
+`tf.data`, has been seen to run under `fit` at ~170 steps/s in some
+processes and ~117 in others. One explanation tried: tf.data's own threads
+(a pool as large as the machine, autotune, prefetch) competing with the
+step's kernels. This bench runs each system in fresh processes,
+alternating, and reports the spread:
 
 - `keras fit`: `keras.Model.fit`, tf.data's defaults;
 - `SlimModel.fit`: bench/vs_tf_slim.py's SlimModel (gradient policy, the
-  training services at their default intervals);
-- `SlimModel.fit, tf.data defaults`: the same with the input's options
-  left to tf.data (as before);
+  training services at their default intervals), tf.data's defaults;
+- `SlimModel.fit, one thread`: the same input given
+  `threading.private_threadpool_size = 1`, `max_intra_op_parallelism =
+  1` and no autotune;
 - `TF-Slim, tf.data`: tf_slim's `create_train_op` in graph mode fed by the
   same `tf.data` pipeline through an iterator in its graph;
 - `TF-Slim, constants`: fed constant tensors.
@@ -28,7 +26,8 @@ slowest process over the fastest. Targets (the speed issue): the slowest
 `SlimModel.fit` process within 5% of the fastest; its median at least
 1.0x TF-Slim fed by the same tf.data pipeline.
 
-Run: `python bench/input_threads.py [--processes 10] [--input memory]`.
+Run: `python bench/input_threads.py [--processes 10] [--input memory]
+[--systems "keras fit;SlimModel.fit"]`.
 """
 
 import argparse
@@ -65,23 +64,26 @@ def image_dataset():
 def child(system, kind):
     import tempfile
 
+    import tensorflow as tf
     import vs_tf_slim
 
-    from keras_slim._fit import input_options
-
-    if system == "SlimModel.fit, tf.data defaults":
-        input_options.for_fit = lambda dataset: dataset
     if kind == "memory":
         data = _common.dataset(_common.MODELS[NAME][0])
     else:
         data = image_dataset()
+    if system == "SlimModel.fit, one thread":
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = 1
+        options.threading.max_intra_op_parallelism = 1
+        options.autotune.enabled = False
+        data = data.with_options(options)
     logdir = tempfile.mkdtemp()
     if system == "keras fit":
         return vs_tf_slim.keras_fit(NAME, data, logdir)
     return vs_tf_slim.slim_model_fit(NAME, data, logdir)
 
 
-SYSTEMS = ["keras fit", "SlimModel.fit", "SlimModel.fit, tf.data defaults"]
+SYSTEMS = ["keras fit", "SlimModel.fit", "SlimModel.fit, one thread"]
 
 
 def run_child(system, kind):
@@ -100,6 +102,11 @@ def main(argv=None):
     parser.add_argument("--processes", type=int, default=10)
     parser.add_argument("--input", choices=["memory", "images"])
     parser.add_argument("--child")
+    parser.add_argument(
+        "--systems",
+        default=None,
+        help="';'-separated systems to run (default: all)",
+    )
     args = parser.parse_args(argv)
     kind = args.input or "memory"
     if args.child:
@@ -121,9 +128,14 @@ def main(argv=None):
             ),
             "TF-Slim, constants": lambda: vs_tf_slim.tf_slim(NAME),
         }
-    results = {s: [] for s in [*SYSTEMS, *peers]}
+    systems = SYSTEMS
+    if args.systems:
+        systems = args.systems.split(";")
+        peers = {k: v for k, v in peers.items() if k in systems}
+        systems = [s for s in systems if s in SYSTEMS]
+    results = {s: [] for s in [*systems, *peers]}
     for _ in range(args.processes):
-        for system in SYSTEMS:
+        for system in systems:
             results[system].append(run_child(system, kind))
         for system, peer in peers.items():
             results[system].append(peer())
@@ -135,7 +147,7 @@ def main(argv=None):
             f"| {system} | {min(rates):.0f} / {statistics.median(rates):.0f}"
             f" / {max(rates):.0f} | {min(rates) / max(rates):.2f} |"
         )
-    if peers:
+    if peers and "SlimModel.fit" in results:
         slim = statistics.median(results["SlimModel.fit"])
         for system in peers:
             ratio = slim / statistics.median(results[system])
