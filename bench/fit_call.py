@@ -12,6 +12,10 @@ callbacks (the cost of the call itself); one warm-up `fit`, then:
 - one `fit(data, steps_per_epoch=300)` timed whole: steps/s with the
   call's fixed cost included.
 
+`SlimModel` reads this in-memory input with one tf.data thread and no
+autotune (keras_slim/_fit/input_options.py); `SlimModel, tf.data
+defaults` is the same with tf.data's defaults, as Keras reads it.
+
 TF-Slim: tf_slim 1.1.0 in graph mode (bench/vs_tf_slim.py's train op:
 `create_train_op` with the same policy), fed the same batch by `tf.data`
 through an iterator in its graph, 300 `session.run(train_op)` after 30
@@ -36,6 +40,7 @@ import time
 import _common
 
 STEPS = 300
+SYSTEMS = ["keras", "SlimModel", "SlimModel, tf.data defaults"]
 
 
 def child(system, calls):
@@ -43,8 +48,12 @@ def child(system, calls):
     import vs_tf_slim
 
     name = "MLP 32-64-64-10"
-    model = vs_tf_slim.model(name, slim_policy=system == "SlimModel")
+    model = vs_tf_slim.model(name, slim_policy=system != "keras")
     data = _common.dataset(_common.MODELS[name][0])
+    if system == "SlimModel, tf.data defaults":
+        from keras_slim._fit import input_options
+
+        input_options.for_fit = lambda dataset: dataset
     model.fit(data, steps_per_epoch=1, verbose=0)  # warm-up: traces
     times = []
     for _ in range(calls):
@@ -87,7 +96,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--calls", type=int, default=15)
-    parser.add_argument("--child", choices=["keras", "SlimModel"])
+    parser.add_argument("--child", choices=SYSTEMS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(args.child, args.calls)))
@@ -98,7 +107,7 @@ def main(argv=None):
         "(slowest) of its one-step fit calls; over processes: min / "
         "median / max"
     )
-    systems = {"keras": [], "SlimModel": []}
+    systems = {system: [] for system in SYSTEMS}
     slim_rates = []
     for _ in range(args.processes):
         for system, results in systems.items():

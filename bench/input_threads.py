@@ -9,10 +9,13 @@ alternating, and reports the spread:
 
 - `keras fit`: `keras.Model.fit`, tf.data's defaults;
 - `SlimModel.fit`: bench/vs_tf_slim.py's SlimModel (gradient policy, the
-  training services at their default intervals), tf.data's defaults;
-- `SlimModel.fit, one thread`: the same input given
-  `threading.private_threadpool_size = 1`, `max_intra_op_parallelism =
-  1` and no autotune;
+  training services at their default intervals); it reads an in-memory
+  input with one thread and no autotune
+  (keras_slim/_fit/input_options.py), a decoding one with tf.data's
+  defaults;
+- `SlimModel.fit, tf.data defaults`: the same, tf.data's defaults always;
+- `SlimModel.fit, one thread`: the same, one thread and no autotune
+  always (for `--input images`, what the choice avoids);
 - `TF-Slim, tf.data`: tf_slim's `create_train_op` in graph mode fed by the
   same `tf.data` pipeline through an iterator in its graph;
 - `TF-Slim, constants`: fed constant tensors.
@@ -64,26 +67,30 @@ def image_dataset():
 def child(system, kind):
     import tempfile
 
-    import tensorflow as tf
     import vs_tf_slim
 
     if kind == "memory":
         data = _common.dataset(_common.MODELS[NAME][0])
     else:
         data = image_dataset()
+    from keras_slim._fit import input_options
+
+    if system == "SlimModel.fit, tf.data defaults":
+        input_options.for_fit = lambda dataset: dataset
     if system == "SlimModel.fit, one thread":
-        options = tf.data.Options()
-        options.threading.private_threadpool_size = 1
-        options.threading.max_intra_op_parallelism = 1
-        options.autotune.enabled = False
-        data = data.with_options(options)
+        input_options.for_fit = input_options._one_thread
     logdir = tempfile.mkdtemp()
     if system == "keras fit":
         return vs_tf_slim.keras_fit(NAME, data, logdir)
     return vs_tf_slim.slim_model_fit(NAME, data, logdir)
 
 
-SYSTEMS = ["keras fit", "SlimModel.fit", "SlimModel.fit, one thread"]
+SYSTEMS = [
+    "keras fit",
+    "SlimModel.fit",
+    "SlimModel.fit, tf.data defaults",
+    "SlimModel.fit, one thread",
+]
 
 
 def run_child(system, kind):
@@ -128,7 +135,7 @@ def main(argv=None):
             ),
             "TF-Slim, constants": lambda: vs_tf_slim.tf_slim(NAME),
         }
-    systems = SYSTEMS
+    systems = SYSTEMS if kind == "images" else SYSTEMS[:3]
     if args.systems:
         systems = args.systems.split(";")
         peers = {k: v for k, v in peers.items() if k in systems}

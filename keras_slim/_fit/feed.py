@@ -19,6 +19,7 @@ import tensorflow as tf
 from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
+from keras_slim._fit import input_options
 
 logger = logging.getLogger("keras_slim")
 
@@ -198,6 +199,7 @@ class HostFeed(Feed):
         dataset = self._make(int(self.state.seed.numpy()))
         if self._options is not None:
             dataset = dataset.with_options(self._options)
+        dataset = input_options.for_fit(dataset)
         if self.blocks is None:
             return dataset
         return blocks_lib.of(dataset, self.blocks)
