@@ -106,10 +106,9 @@ class FlagParser:
     def flags(self):
         """The defined flags in definition order: `[absl Flag, ...]`."""
         seen, result = set(), []
-        for flag in self.flag_values._flags().values():
-            if flag.name not in seen and not flag.name.startswith(
-                ("flagfile", "undefok")
-            ):
+        for name in self.flag_values:  # names and short names, in order
+            flag = self.flag_values[name]
+            if flag.name not in seen:
                 seen.add(flag.name)
                 result.append(flag)
         return result

@@ -17,6 +17,7 @@ import tensorflow as tf
 from keras_slim import _validation
 from keras_slim.image.datasets import layouts
 
+#: The splits of a folder of class subfolders (`datasets.load`).
 SPLITS = ("train", "validation")
 IMAGE_FORMATS = ("png", "jpeg")
 LABELS_FILENAME = "labels.txt"
@@ -52,7 +53,8 @@ def write_tfrecords(
         labels: Integer label of each image.
         output_dir: Path of the directory to write into (created).
         name: Non-empty str: the dataset's name, first in the shard names.
-        split: `"train"` or `"validation"`.
+        split: The split's name, second in the shard names (`"train"`,
+            `"validation"`, `"test"`, ...).
         shards: Positive integer, at most the number of images.
         image_format: `"png"` (lossless) or `"jpeg"`. Defaults to `"png"`.
         class_names: List of str, the name of each label, written to
