@@ -74,7 +74,10 @@ def _check_arguments(args):
         )
     _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
     for name in _SUMMARY_FLAGS:
-        _validation.boolean(name, args[name])
+        if name == "summarize_activations":
+            _validation.boolean_or_names(name, args[name])
+        else:
+            _validation.boolean(name, args[name])
     if args["is_chief"] is not None:
         _validation.boolean("is_chief", args["is_chief"])
     return {

@@ -75,6 +75,17 @@ def boolean(name, value):
     return value
 
 
+def boolean_or_names(name, value):
+    """`value` if a bool, else a tuple of non-empty str (layer names)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(v, str) and v for v in value
+    ):
+        return tuple(value)
+    raise invalid(name, value, "True, False, or a list of layer names")
+
+
 def path(name, value):
     """Returns `value` as a str if it is a non-empty path, else raises."""
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):

@@ -104,7 +104,9 @@ def train(
             Defaults to `False`.
         summarize_activations: Whether they include each layer output's
             histogram and zero fraction (`sparsity/<layer>`), from inside
-            the step of a functional `SlimModel`, on the steps that write.
+            the step of a functional `SlimModel`, on the steps that write;
+            or a list of layer names: those layers' only (a net's
+            end points, as train_image_classifier summarized them).
             Defaults to `False`.
         summarize_gradients: Whether they include each gradient's
             histogram and norm after the policy (`create_train_op`'s

@@ -24,11 +24,12 @@ def _values(grad):
     return grad.values if isinstance(grad, tf.IndexedSlices) else grad
 
 
-def activation_probe(model):
+def activation_probe(model, only=None):
     """A functional model whose outputs are the outputs of each layer.
 
     Args:
         model: A functional Keras model.
+        only: Names of the layers to probe, or `None` for every one.
 
     Returns:
         `(names, probe)`: the layer names and a `keras.Model` sharing the
@@ -37,6 +38,8 @@ def activation_probe(model):
     names, outputs = [], []
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
+            continue
+        if only is not None and layer.name not in only:
             continue
         output = layer.output
         if isinstance(output, (list, tuple)):
@@ -54,7 +57,8 @@ class StepSummaries:
             `tf.summary` writer, called when the step is first traced.
         gradients: Whether to write each gradient's histogram and norm.
         activations: Whether to write each layer output's histogram and
-            zero fraction (the model must be functional).
+            zero fraction (the model must be functional), or the names of
+            the layers whose outputs to write.
         model: The model, for the activation probe.
     """
 
@@ -71,7 +75,8 @@ class StepSummaries:
                 name="keras_slim_summary_step",
             )
         if activations:
-            self._names, self._probe = activation_probe(model)
+            only = activations if isinstance(activations, tuple) else None
+            self._names, self._probe = activation_probe(model, only)
         self._unlogged = set()
 
     @property

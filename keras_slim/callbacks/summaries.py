@@ -64,7 +64,9 @@ class Summaries(StepCallback):
       after the gradient policy (TF-Slim's `add_gradients_summaries`);
     - `activations=True`: `activations/<layer>` and `sparsity/<layer>`,
       histogram and zero fraction of each layer's output
-      (train_image_classifier's tags).
+      (train_image_classifier's tags); `activations=[names]`: of those
+      layers only (train_image_classifier summarized its net's
+      end_points, about 20 for inception_v3, not its hundreds of layers).
 
     Gradients and activations are written from inside the train step of a
     `SlimModel` (activations: a functional one), under one `tf.cond` that is
@@ -96,14 +98,16 @@ class Summaries(StepCallback):
             (needs a `SlimModel`).
             Defaults to `False`.
         activations: Whether to write each layer output's histogram and zero
-            fraction (needs a functional `SlimModel`).
+            fraction (needs a functional `SlimModel`), or a list of the
+            names of the layers whose outputs to write.
             Defaults to `False`.
 
     Raises:
         ValueError: for an empty `logdir`, a non-positive interval or a
             flag that is not a boolean; at train begin, before the first
-            step, for a `logdir` that cannot be created or written, or for
-            gradients or activations on a model that cannot give them.
+            step, for a `logdir` that cannot be created or written, for
+            gradients or activations on a model that cannot give them, or
+            for an activation layer name the model does not have.
 
     Example:
     ```python
@@ -133,7 +137,9 @@ class Summaries(StepCallback):
         )
         self.histograms = _validation.boolean("histograms", histograms)
         self.gradients = _validation.boolean("gradients", gradients)
-        self.activations = _validation.boolean("activations", activations)
+        self.activations = _validation.boolean_or_names(
+            "activations", activations
+        )
         self._writer = None
 
     def _check_model(self):
@@ -150,6 +156,16 @@ class Summaries(StepCallback):
                 "layers' outputs are known). Received a subclassed "
                 f"{type(self.model).__name__}."
             )
+        if isinstance(self.activations, tuple):
+            names = {layer.name for layer in self.model.layers}
+            missing = [n for n in self.activations if n not in names]
+            if missing:
+                raise ValueError(
+                    f"Invalid value for argument `activations`: the model "
+                    f"{self.model.name!r} has no layer named {missing}. "
+                    f"Expected names of its layers, such as "
+                    f"{sorted(names)[:5]}."
+                )
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)

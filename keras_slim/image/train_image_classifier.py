@@ -289,6 +289,14 @@ def _labelled_for(model, make_dataset):
     return make
 
 
+def _activations(model, flags):
+    """What `--summarize_activations` summarizes: a TF-Slim net's
+    end_points, as train_image_classifier did, else every layer."""
+    if not flags.summarize_activations:
+        return False
+    return tuple(getattr(model, "slim_end_points", ())) or True
+
+
 def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
@@ -324,7 +332,7 @@ def run(flags):
             save_summaries_secs=flags.save_summaries_secs,
             save_summaries_steps=flags.save_summaries_steps,
             summarize_variables=flags.summarize_variables,
-            summarize_activations=flags.summarize_activations,
+            summarize_activations=_activations(model, flags),
             summarize_gradients=flags.summarize_gradients,
             save_interval_secs=flags.save_interval_secs,
             trace_every_n_steps=flags.trace_every_n_steps,

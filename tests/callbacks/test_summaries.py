@@ -170,6 +170,34 @@ def test_activations_and_sparsity(tmp_path):
     assert float(events["sparsity/fc1"][4]) == pytest.approx(expected)
 
 
+def test_activations_of_named_layers_only(tmp_path):
+    """`activations=[names]` writes those layers' outputs only (a net's
+    end_points, as train_image_classifier); an unknown name is an error
+    before the first step."""
+    x, y, data = common.full_batch()
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(16, activation="relu", name="fc1")(inputs)
+    h = keras.layers.Dense(16, activation="relu", name="fc2")(h)
+    out = keras.layers.Dense(3, name="logits")(h)
+    model = keras_slim.SlimModel(inputs, out)
+    model = common.compile_model(model, keras.optimizers.SGD(0.1))
+    common.fit(
+        model, data, 4, [scalars_only(logdir=tmp_path, activations=["fc2"])]
+    )
+    written = {t for t in read_events(tmp_path) if "activations/" in t}
+    assert written == {"activations/fc2"}
+    with pytest.raises(ValueError, match=r"has no layer named \['fc9'\]"):
+        common.fit(
+            model,
+            data,
+            1,
+            [scalars_only(logdir=tmp_path / "b", activations=["fc9"])],
+        )
+    with pytest.raises(ValueError, match="True, False, or a list of layer"):
+        Summaries(tmp_path, activations="fc1")
+
+
 class CountCalls(keras.layers.Layer):
     """Counts forward passes in a variable (no host sync)."""
 

@@ -232,3 +232,26 @@ def test_a_tf_slim_checkpoint_warm_starts_all_but_the_excluded_head(tmp_path):
     np.testing.assert_array_equal(
         model.get_layer("Logits.Conv2d_1c_1x1").kernel, before
     )
+
+
+def test_slim_end_points_name_the_layers_of_tf_slims_end_points():
+    """What train_image_classifier summarized: the net's end_points, here
+    the layers producing them (29 of mobilenet_v1's 86 layers)."""
+    import keras
+
+    model = nets.build("mobilenet_v1_025", 5, image_size=64)
+    names = {layer.name for layer in model.layers}
+    assert 10 < len(model.slim_end_points) < len(model.layers) / 2
+    assert set(model.slim_end_points) <= names
+    assert "Conv2d_13_pointwise.Relu6" in model.slim_end_points
+    _, end_points = nets.get_network_fn("mobilenet_v1_025", 5)(
+        keras.Input((64, 64, 3))
+    )
+    # Every end point but Predictions: the model outputs the logits, its
+    # softmax is not one of its layers.
+    assert "Predictions" in end_points
+    assert (
+        len(model.slim_end_points)
+        == len({id(t) for t in end_points.values()}) - 1
+    )
+    assert nets.build("digits_cnn", 10).slim_end_points == ()

@@ -820,3 +820,15 @@ def test_tf_slim_flags_not_built_are_named(args, message, tmp_path, capsys):
         code = exit_info.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_summarize_activations_means_the_nets_end_points():
+    from keras_slim.image import nets
+
+    net = nets.build("mobilenet_v1_025", 5, image_size=64)
+    on = cli.parser().parse_args([])
+    on.summarize_activations = True
+    assert cli._activations(net, on) == net.slim_end_points
+    assert cli._activations(nets.build("digits_cnn", 10), on) is True
+    off = cli.parser().parse_args(["--nosummarize_activations"])
+    assert cli._activations(net, off) is False

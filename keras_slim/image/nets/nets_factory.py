@@ -393,7 +393,10 @@ def build(
         input `images` to the logits `(batch, num_classes)`; with two
         outputs, the logits and the auxiliary logits, for a net with
         TF-Slim's `AuxLogits` head (TF-Slim's train_image_classifier
-        weighs their loss 0.4).
+        weighs their loss 0.4). Its `slim_end_points` are the names of
+        the layers whose outputs are TF-Slim's end_points (empty for
+        `digits_cnn`): what train_image_classifier summarized
+        (`Summaries(activations=model.slim_end_points)`).
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`, for an
@@ -437,9 +440,27 @@ def build(
             ) from error
         if "AuxLogits" in end_points:
             outputs = [outputs, end_points["AuxLogits"]]
-    return SlimModel(
+    model = SlimModel(
         inputs, outputs, name=model_name, gradient_policy=gradient_policy
     )
+    model.slim_end_points = (
+        ()
+        if model_name == DIGITS_CNN
+        else (_end_point_layers(model, end_points))
+    )
+    return model
+
+
+def _end_point_layers(model, end_points):
+    """The names of the layers whose outputs are the net's end points."""
+    by_output = {}
+    for layer in model.layers:
+        try:
+            by_output[id(layer.output)] = layer.name
+        except (AttributeError, ValueError):  # several nodes or outputs
+            continue
+    names = [by_output.get(id(t)) for t in end_points.values()]
+    return tuple(dict.fromkeys(n for n in names if n is not None))
 
 
 def slim_name_map(model_name):
