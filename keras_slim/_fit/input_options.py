@@ -16,70 +16,72 @@ do the work. Options the user set on the dataset are kept.
 
 import tensorflow as tf
 
-#: Dataset ops that only move tensors already in memory.
+#: Dataset kinds (tf.data's classes, without their leading `_`) that only
+#: move tensors already in memory.
 CHEAP_DATASETS = frozenset(
     {
         "BatchDataset",
-        "BatchDatasetV2",
         "CacheDataset",
-        "CacheDatasetV2",
         "ConcatenateDataset",
         "FilterDataset",
-        "FinalizeDataset",
         "MapDataset",
-        "ModelDataset",
         "OptionsDataset",
         "PrefetchDataset",
         "RangeDataset",
         "RepeatDataset",
-        "ShuffleAndRepeatDatasetV2",
+        "RestructuredDataset",
         "ShuffleDataset",
-        "ShuffleDatasetV2",
-        "ShuffleDatasetV3",
         "SkipDataset",
         "TakeDataset",
         "TensorDataset",
         "TensorSliceDataset",
+        "UnbatchDataset",
         "ZipDataset",
     }
 )
 
 # Ops inside a map or filter function that make it real work.
 _WORK = ("Decode", "Encode", "ReadFile", "PyFunc", "Resize", "Crop", "Random")
+# The attributes holding a dataset's function (tf.data's).
+_FUNCTIONS = ("_map_func", "_predicate")
 
 
 def is_cheap(dataset):
     """Whether `dataset` only moves tensors already in memory.
 
+    The pipeline is walked through its Python objects (tf.data's
+    `_inputs()`), not serialized: serializing would copy the tensors of an
+    in-memory dataset at every `fit`.
+
     Args:
         dataset: A `tf.data.Dataset`.
 
     Returns:
-        `True` when every dataset op is one of `CHEAP_DATASETS` and no
-        function it runs decodes, reads files, calls Python, resizes,
-        crops or draws random numbers; `False` otherwise, or when the
-        pipeline cannot be serialized (a generator).
+        `True` when every dataset in the pipeline is one of
+        `CHEAP_DATASETS` and no function it runs decodes, reads files,
+        calls Python, resizes, crops or draws random numbers; `False`
+        otherwise (a parallel map, files, a generator).
     """
-    try:
-        graph = tf.compat.v1.GraphDef.FromString(
-            dataset._as_serialized_graph().numpy()
-        )
-    except (tf.errors.OpError, ValueError, TypeError):
-        return False
-    ops = {node.op for node in graph.node if "Dataset" in node.op}
-    if not ops <= CHEAP_DATASETS:
-        return False
-    for function in graph.library.function:
-        for node in function.node_def:
-            if any(word in node.op for word in _WORK):
+    stack, seen = [dataset], set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if type(current).__name__.lstrip("_") not in CHEAP_DATASETS:
+            return False
+        for name in _FUNCTIONS:
+            wrapper = getattr(current, name, None)
+            if wrapper is not None and _works(wrapper.function):
                 return False
+        stack.extend(current._inputs())
     return True
 
 
-# The attribute holding what `for_fit` gave for a dataset: a second `fit`
-# on the same (immutable) dataset does not serialize it again. (A cycle
-# through the chosen dataset's input, which the garbage collector frees.)
-_CHOSEN = "_keras_slim_for_fit"
+def _works(function):
+    """Whether a dataset function's graph does real work (`_WORK`)."""
+    ops = function.graph.get_operations()
+    return any(word in op.type for op in ops for word in _WORK)
 
 
 def for_fit(dataset):
@@ -90,16 +92,9 @@ def for_fit(dataset):
 
     Returns:
         The dataset, with options for a cheap input (those the user left
-        unset), or unchanged; the same for the same dataset.
+        unset), or unchanged.
     """
-    chosen = getattr(dataset, _CHOSEN, None)
-    if chosen is None:
-        chosen = _choose(dataset)
-        try:
-            setattr(dataset, _CHOSEN, chosen)
-        except AttributeError:  # a dataset that takes no attribute
-            pass
-    return chosen
+    return _choose(dataset)
 
 
 def _choose(dataset):
