@@ -5,9 +5,8 @@ the machine's cores, autotune's optimization thread, prefetch threads.
 For an input that costs nothing to produce (tensors in memory, sliced,
 shuffled, batched, repeated, gathered) those threads have no work worth
 what they cost: starting them with each iterator (autotune's model
-especially) made a one-step `fit` of a small MLP cost 7.6 ms instead of
-4.0, with calls of 25 ms now and then, and a 300-step fit run 12% fewer
-steps/s (bench/fit_call.py). Such an input here gets one thread
+especially) gave a one-step `fit` of a small MLP calls of 25 ms now and
+then, 8 ms at most without (bench/fit_call.py). Such an input here gets one thread
 (`threading.private_threadpool_size = 1`, `max_intra_op_parallelism =
 1`) and no autotune; an input that reads files, decodes images, calls
 Python or maps in parallel keeps tf.data's defaults, where those threads
