@@ -47,6 +47,9 @@ HEAVY = {
     "map(random crop)": lambda _: tf.data.Dataset.from_tensors(
         tf.zeros((4, 4, 3))
     ).map(lambda x: tf.image.random_crop(x, (2, 2, 3))),
+    "map calling a tf.function": lambda _: tf.data.Dataset.range(8).map(
+        tf.function(lambda i: i + 1)
+    ),
     "generator": lambda _: tf.data.Dataset.from_generator(
         lambda: iter([1, 2]), output_signature=tf.TensorSpec([], tf.int32)
     ),
@@ -68,6 +71,18 @@ def test_inputs_that_work_keep_tf_datas_defaults(name, tmp_path):
     dataset = HEAVY[name](tmp_path)
     assert not input_options.is_cheap(dataset)
     assert input_options.for_fit(dataset) is dataset
+
+
+def test_a_pipeline_whose_inputs_cannot_be_listed_keeps_the_defaults(
+    monkeypatch,
+):
+    dataset = CHEAP["from_tensors.repeat"](None)
+
+    def unlisted(self):
+        raise NotImplementedError
+
+    monkeypatch.setattr(type(dataset), "_inputs", unlisted)
+    assert not input_options.is_cheap(dataset)
 
 
 def test_the_users_options_are_kept():

@@ -40,8 +40,18 @@ CHEAP_DATASETS = frozenset(
     }
 )
 
-# Ops inside a map or filter function that make it real work.
-_WORK = ("Decode", "Encode", "ReadFile", "PyFunc", "Resize", "Crop", "Random")
+# Ops inside a map or filter function that make it real work (or may: a
+# call of another function, whose ops are not looked into).
+_WORK = (
+    "Decode",
+    "Encode",
+    "ReadFile",
+    "PyFunc",
+    "Resize",
+    "Crop",
+    "Random",
+    "PartitionedCall",
+)
 # The attributes holding a dataset's function (tf.data's).
 _FUNCTIONS = ("_map_func", "_predicate")
 
@@ -60,7 +70,8 @@ def is_cheap(dataset):
         `True` when every dataset in the pipeline is one of
         `CHEAP_DATASETS` and no function it runs decodes, reads files,
         calls Python, resizes, crops or draws random numbers; `False`
-        otherwise (a parallel map, files, a generator).
+        otherwise (a parallel map, files, a generator, a function that
+        calls another, a pipeline whose inputs cannot be listed).
     """
     stack, seen = [dataset], set()
     while stack:
@@ -74,7 +85,10 @@ def is_cheap(dataset):
             wrapper = getattr(current, name, None)
             if wrapper is not None and _works(wrapper.function):
                 return False
-        stack.extend(current._inputs())
+        try:
+            stack.extend(current._inputs())
+        except (AttributeError, NotImplementedError):
+            return False
     return True
 
 
