@@ -79,6 +79,25 @@ def test_no_constraint_uses_the_most():
     assert choose([], steps=None, x=np.zeros((100, 8)), batch_size=10) == 10
 
 
+def test_a_model_trained_before_aligns_only_what_a_callback_asks():
+    """The step a `fit` starts from constrains the calls only when a
+    callback asks for global steps: after a fit of one step, a fit with
+    no such callback keeps 32 steps per call, while
+    `StopAtStep(last_step=65)` gets calls that end on every global step
+    from 1."""
+    _, _, data = common.full_batch()
+    model = auto_model()
+    model.fit(data, steps_per_epoch=1, verbose=0)
+
+    def steps_per_call(*callbacks):
+        kwargs = {"callbacks": list(callbacks), "steps_per_epoch": 64}
+        return auto_steps.choose(model, data, kwargs)
+
+    assert steps_per_call() == 32
+    assert steps_per_call(LogEveryNSteps(16)) == 32
+    assert steps_per_call(StopAtStep(last_step=65)) == 1
+
+
 @pytest.mark.parametrize(
     "callback",
     [
@@ -208,9 +227,10 @@ def test_a_second_fit_keeps_the_logging_steps(caplog):
     model = auto_model()
     model.fit(data, steps_per_epoch=6, verbose=0)
     seen = fit_logging(model, caplog, steps=40, every_n_steps=8)
-    # From step 6: calls of gcd(6, 40) = 2 steps (log lines need no call
-    # end); 8, 16, ... are logged with their own steps' losses.
-    assert seen.per_call == 2
+    # From step 6, no callback asking for a global step: calls of 20 (the
+    # largest dividing the epoch's 40), ending on 26 and 46; log lines need
+    # no call end: 8, 16, ... are logged with their own steps' losses.
+    assert seen.per_call == 20
     assert logged_steps(caplog) == [
         f"global step {s}" for s in (8, 16, 24, 32, 40)
     ]

@@ -106,22 +106,24 @@ def _on_parameter_servers(model, kwargs):
 def _callback_steps(model, kwargs):
     """The steps that must end a call, or `None` if calls must be single.
 
-    The model's global step when `fit` begins, and what the callbacks
-    ask for (`step_multiples`); `None` when a callback acts on batches
+    What the callbacks ask for (`step_multiples`), and then the model's
+    global step when `fit` begins; `None` when a callback acts on batches
     without saying which.
     """
-    # A model trained before starts at its step: calls must end on the
-    # same global steps as if it had started at 0.
-    optimizer = getattr(model, "optimizer", None)
-    start = int(optimizer.iterations.numpy()) if optimizer is not None else 0
-    constraints = [start] if start > 0 else []
+    constraints = []
     for callback in kwargs.get("callbacks") or []:
         # keras_slim's StepCallbacks, or any callback that says the same.
         if hasattr(callback, "step_multiples"):
             constraints += callback.step_multiples(model)
         elif acts_on_batches(callback):
             return None
-    return constraints
+    if not constraints:
+        return constraints  # no global step to meet: any start will do
+    # A model trained before starts at its step: calls must end on the
+    # global steps the callbacks ask for, as if it had started at 0.
+    optimizer = getattr(model, "optimizer", None)
+    start = int(optimizer.iterations.numpy()) if optimizer is not None else 0
+    return [start, *constraints] if start > 0 else constraints
 
 
 def _largest_dividing(constraints, most):
