@@ -502,6 +502,68 @@ def test_short_fits_reuse_the_input_stand_in_and_equal_one_long_fit():
     assert max_abs_diff(weights(short), weights(fresh)) == 0
 
 
+def test_fits_on_one_dataset_prepare_it_once_and_read_its_passes(
+    monkeypatch,
+):
+    """Successive `fit` calls on one reshuffling dataset prepare it once
+    (the train function's `InputCache`) and read its successive passes:
+    the same weights as a `keras.Model` fitted on those passes' batches
+    (read from an identical dataset), in order. Another dataset is
+    prepared afresh."""
+    from keras_slim._fit import input_options
+
+    prepared = []
+    original = input_options.for_fit
+
+    def counting(dataset):
+        prepared.append(dataset)
+        return original(dataset)
+
+    def shuffled():
+        data = tf.data.Dataset.from_tensor_slices(classification_data(n=64))
+        return data.shuffle(64, seed=3).batch(16)
+
+    monkeypatch.setattr(input_options, "for_fit", counting)
+    model = compile_model(mlp(), metrics=[])
+    data = shuffled()
+    for _ in range(3):
+        model.fit(data, verbose=0)
+    assert len(prepared) == 1
+
+    identical = shuffled()
+    batches = [batch for _ in range(3) for batch in identical]
+    reference = compile_model(mlp(cls=keras.Model), metrics=[])
+    reference.fit(
+        np.concatenate([x for x, _ in batches]),
+        np.concatenate([y for _, y in batches]),
+        batch_size=16,
+        shuffle=False,
+        verbose=0,
+    )
+    assert max_abs_diff(weights(model), weights(reference)) < 1e-6
+    model.fit(data.take(2), verbose=0)
+    model.fit(data, verbose=0)
+    assert len(prepared) == 3
+
+
+def test_a_second_fit_without_checkpoints_makes_no_variables():
+    """The input position's variables (`DataState`) are made when a
+    checkpoint saves or restores them, not by every `fit`."""
+    x, y = classification_data(n=64)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    model = compile_model(mlp(), metrics=[])
+    model.fit(data, verbose=0)  # builds the model and the optimizer
+    made = []
+
+    def recording(next_creator, **kwargs):
+        made.append(kwargs.get("name"))
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(recording):
+        model.fit(data, verbose=0)
+    assert made == []
+
+
 @pytest.mark.parametrize(
     "spec",
     [

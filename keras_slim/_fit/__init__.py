@@ -67,16 +67,19 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
         with function.bound(run), _run.handed_to(callbacks, run):
             if _strategy.is_parameter_server(model.distribute_strategy):
                 return _fit_on_parameter_servers(model, run, x, y, kwargs, auto)
-            return _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto)
+            return _fit_with_keras(
+                model, run, keras_fit, x, y, kwargs, auto, function.inputs
+            )
 
 
-def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto):
-    """Keras's `fit`, on the run's feed, at the steps per call chosen."""
+def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto, cache):
+    """Keras's `fit`, on the run's feed, at the steps per call chosen;
+    `cache` is the train function's `InputCache`."""
     steps = None
     if auto:
         steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
         model.steps_per_execution = steps
-    run.feed = feed_lib.make(model, x, y, kwargs, steps)
+    run.feed = feed_lib.make(model, x, y, kwargs, steps, cache)
     kwargs = dict(run.feed.kwargs)
     kwargs["callbacks"] = [
         position.Position(run),

@@ -57,7 +57,8 @@ class Feed:
         self.y = y
         self.kwargs = kwargs
         self.why = why
-        self.state = DataState(seed)
+        self._seed = seed
+        self._state = None
         self.resume_skips = 0
         # Keras's epoch and the steps run in it, counted on the host
         # (`keras_slim/_fit/position.py`), written to `state` on save.
@@ -66,6 +67,19 @@ class Feed:
         self.finished = False
         # The restored `(epoch, step)` while catching up with it.
         self.resume_at = None
+
+    @property
+    def state(self):
+        """The input position a checkpoint holds (`DataState`), made on
+        first use: a `fit` that neither saves nor restores one makes no
+        variables for it."""
+        if self._state is None:
+            self._state = DataState(self._seed)
+            self._attach(self._state)
+        return self._state
+
+    def _attach(self, state):
+        """Gives a new `state` what the feed already made (nothing here)."""
 
     def save_position(self):
         """Writes the host's count of the position into `state`."""
@@ -128,6 +142,45 @@ class DataState(tf.Module):
             self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
 
 
+class InputCache:
+    """The last dataset a model's `fit` prepared, kept for the next `fit`.
+
+    Preparing a dataset for a fit (the threading options `input_options`
+    chooses, the blocks, the stateful-op check, which serializes the
+    pipeline) costs more than a millisecond: as much as a small model's
+    step. The model's train function keeps one `InputCache`, so a loop of
+    `fit` calls on the same `tf.data.Dataset` pays for it once. It holds
+    that dataset until a `fit` on another one, or a new compile.
+
+    Example:
+    ```python
+    cache = InputCache()
+    host = cache.get(dataset, "host", lambda: input_options.for_fit(dataset))
+    ```
+    """
+
+    def __init__(self):
+        self._dataset = None
+        self._values = {}
+
+    def get(self, dataset, key, make):
+        """`make()`, made once per `(dataset, key)`.
+
+        Args:
+            dataset: The `tf.data.Dataset` given to `fit` (by identity).
+            key: What of it is asked for (hashable).
+            make: A function of no argument making the value.
+
+        Returns:
+            The value.
+        """
+        if dataset is not self._dataset:
+            self._dataset, self._values = dataset, {}
+        if key not in self._values:
+            self._values[key] = make()
+        return self._values[key]
+
+
 class HostFeed(Feed):
     """The run reads the data from a host iterator it owns.
 
@@ -140,6 +193,11 @@ class HostFeed(Feed):
         kwargs: `fit`'s other keyword arguments, for Keras.
         blocks: Batches per block, or `None` to read one batch per step.
         seed: The shuffle seed (array input).
+        stateless: Whether the pipeline is known to hold no stateful op
+            (one keras_slim made from arrays).
+        given: The `tf.data.Dataset` given to `fit`, whose preparation
+            `cache` keeps, or `None` (arrays: a new pipeline each fit).
+        cache: The model's `InputCache`, or `None`.
     """
 
     reads_host = True
@@ -154,6 +212,8 @@ class HostFeed(Feed):
         blocks,
         seed,
         stateless=False,
+        given=None,
+        cache=None,
     ):
         # The host pipeline shuffles; Keras's stand-in is never read.
         super().__init__(None, None, dict(kwargs, shuffle=False), seed=seed)
@@ -163,9 +223,18 @@ class HostFeed(Feed):
         self.stand_in = _stand_in(int(cardinality), element_spec)
         self._keras_iterator = None
         self._host = None
-        self._next = None
+        # The host iterators of the current and the next pass (the next
+        # one made when a checkpoint is to hold it, or its pass starts).
+        self._iterators = {"iterator": None, "next_iterator": None}
         self._stateless = stateless
         self._options = None
+        self._given = given
+        self._cache = cache
+
+    def _prepared(self, key, make):
+        if self._given is None or self._cache is None:
+            return make()
+        return self._cache.get(self._given, key, make)
 
     def check_checkpointable(self):
         """Why the input's state cannot all be saved, or `None`.
@@ -181,7 +250,10 @@ class HostFeed(Feed):
         """
         if self._stateless:
             return None
-        reason = _keras.dataset_external_state(self._make(0))
+        reason = self._prepared(
+            "external state",
+            lambda: _keras.dataset_external_state(self._make(0)),
+        )
         if reason is not None:
             self._options = tf.data.Options()
             self._options.experimental_external_state_policy = (
@@ -196,7 +268,12 @@ class HostFeed(Feed):
         pass  # the restored host iterator is already positioned
 
     def _dataset(self):
-        dataset = self._make(int(self.state.seed.numpy()))
+        key = ("host", self.blocks, self._options is not None)
+        return self._prepared(key, self._prepare)
+
+    def _prepare(self):
+        seed = self._seed if self._state is None else self._state.seed
+        dataset = self._make(int(seed))
         if self._options is not None:
             dataset = dataset.with_options(self._options)
         dataset = input_options.for_fit(dataset)
@@ -207,12 +284,15 @@ class HostFeed(Feed):
     def source(self, keras_iterator):
         """The host iterator for the pass Keras's iterator stands for.
 
-        Each pass reads an iterator made during the pass before (the
-        first pass makes two), so a checkpoint holds the next pass's
-        iterator too, fresh: its reshuffle seeds are saved as drawn.
-        (TensorFlow restores the reshuffle state of an iterator whose input
-        has run out one pass ahead; with the next pass's own iterator
-        saved, a resumed run does not depend on it.)
+        Each pass reads the iterator made after the pass before's (the
+        next pass's), so a checkpoint holds the next pass's iterator too,
+        fresh: its reshuffle seeds are saved as drawn. (TensorFlow restores
+        the reshuffle state of an iterator whose input has run out one
+        pass ahead; with the next pass's own iterator saved, a resumed run
+        does not depend on it.) The next pass's iterator is made when a
+        checkpoint is to hold it (`save_position`), after a restore (which
+        applies to it), or when its pass starts: always the iterator after
+        the current one, so the passes read the same orders either way.
 
         Args:
             keras_iterator: The iterator Keras handed the train function.
@@ -224,23 +304,45 @@ class HostFeed(Feed):
             self._keras_iterator = keras_iterator
             if self._host is None:
                 self._host = self._dataset()
-            current, self._next = self._next, None
+            current = self._iterators["next_iterator"]
+            self._untrack("next_iterator")
             # Tracked, so a checkpoint holds them; a restore deferred
             # until now applies here, the next pass's last.
             restored = self._track("iterator", current)
-            self._track("next_iterator", None)
-            self._next = self.state.next_iterator
+            if self.resume_at is not None:
+                self._track("next_iterator", None)
             if not restored:
                 self._skip_consumed()
-        return self.state.iterator
+        return self._iterators["iterator"]
+
+    def save_position(self):
+        """Writes the position into `state`, the next pass's iterator
+        included (made now if not yet)."""
+        super().save_position()
+        if self._host is not None and self._iterators["next_iterator"] is None:
+            self._track("next_iterator", None)
+
+    def _attach(self, state):
+        for name, iterator in self._iterators.items():
+            if iterator is not None:
+                setattr(state, name, iterator)
+
+    def _untrack(self, name):
+        self._iterators[name] = None
+        if self._state is not None and hasattr(self._state, name):
+            delattr(self._state, name)
 
     def _track(self, name, iterator):
-        """Sets `state.<name>` to `iterator` (or a new one), applying a
-        deferred restore; returns whether it applied (or none was due),
-        and warns if the saved iterator is of another pipeline (the steps
-        per call, so the blocks, changed)."""
+        """Makes `iterator` (or a new one) the feed's `name`, tracked by
+        `state` if made, applying a deferred restore; returns whether it
+        applied (or none was due), and warns if the saved iterator is of
+        another pipeline (the steps per call, so the blocks, changed)."""
+        iterator = iterator or iter(self._host)
+        self._iterators[name] = iterator
+        if self._state is None:
+            return True
         try:
-            setattr(self.state, name, iterator or iter(self._host))
+            setattr(self._state, name, iterator)
             return True
         except tf.errors.OpError as error:
             logger.warning(
@@ -252,13 +354,16 @@ class HostFeed(Feed):
                 type(error).__name__,
             )
             # The failed restore cancelled that iterator, and was consumed.
-            setattr(self.state, name, iter(self._host))
+            iterator = iter(self._host)
+            self._iterators[name] = iterator
+            setattr(self._state, name, iterator)
             return False
 
     def _skip_consumed(self):
         skip = self.resume_at[1] if self.resume_at else 0
+        iterator = self._iterators["iterator"]
         for _ in range(math.ceil(skip / (self.blocks or 1))):
-            if next(self.state.iterator, None) is None:
+            if next(iterator, None) is None:
                 break
 
 
@@ -394,7 +499,7 @@ def _why_not_host(model, kwargs):
     return None
 
 
-def make(model, x, y, kwargs, steps):
+def make(model, x, y, kwargs, steps, cache=None):
     """The feed of one `fit` call.
 
     Args:
@@ -404,6 +509,7 @@ def make(model, x, y, kwargs, steps):
         kwargs: `fit`'s other keyword arguments.
         steps: The steps per call this `fit` runs, or `None` when they are
             not chosen by the model.
+        cache: The model's `InputCache`, or `None`.
 
     Returns:
         A `HostFeed` or a `Feed` (see the module docstring).
@@ -452,4 +558,6 @@ def make(model, x, y, kwargs, steps):
         blocks=blocks,
         seed=seed,
         stateless=arrays is not None,
+        given=x if arrays is None else None,
+        cache=cache,
     )
