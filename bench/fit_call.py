@@ -135,9 +135,7 @@ def main(argv=None):
             f"{spread(slowest)} | {spread(rates, '{:.0f}')} | "
             f"{spread(slowest_rates, '{:.0f}')} |"
         )
-    print(
-        f"| TF-Slim (session.run) | | | {spread(slim_rates, '{:.0f}')} | |"
-    )
+    print(f"| TF-Slim (session.run) | | | {spread(slim_rates, '{:.0f}')} | |")
     keras_ms = [statistics.median(r["call_ms"]) for r in systems["keras"]]
     slim_ms = [statistics.median(r["call_ms"]) for r in systems["SlimModel"]]
     call_ratios = [s / k for s, k in zip(slim_ms, keras_ms)]
