@@ -283,13 +283,17 @@ class SlimModel(keras.Model):
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         options = self.step_options
-        y_pred, loss, grads, plan = self._gradients(x, y, sample_weight)
+        y_pred, loss, grads, plan, activations = self._gradients(
+            x, y, sample_weight
+        )
         grads, total_loss = _optimizer.sum_across_replicas(
             grads, loss if plan.check_numerics else None
         )
         gate = self._gate(plan, grads, total_loss, options)
         self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
-        self._apply_summed(grads, plan, options, gate, x=x)
+        self._apply_summed(
+            grads, plan, options, gate, x=x, activations=activations
+        )
         logs = self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
         if gate.verdict is None:
             return logs
@@ -313,7 +317,7 @@ class SlimModel(keras.Model):
             gradient), and the loss summed likewise (the batch's mean).
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        y_pred, loss, grads, _ = self._gradients(x, y, sample_weight)
+        y_pred, loss, grads, _, _ = self._gradients(x, y, sample_weight)
         grads, total_loss = _optimizer.sum_across_replicas(grads, loss)
         # A non-finite loss is left out of the reported mean; the step that
         # aggregates it decides whether to skip or fail.
@@ -339,25 +343,37 @@ class SlimModel(keras.Model):
         plan = self._plan()
         grads = list(grads)
         gate = self._gate(plan, grads, loss, options)
-        self._apply_summed(grads, plan, options, gate, x=None)
+        self._apply_summed(grads, plan, options, gate, x=None, activations=None)
 
     def _gradients(self, x, y, sample_weight):
         """Forward, loss, and the gradients of the policy's variables.
 
         Returns:
-            `(y_pred, loss, grads, plan)`; the plan is resolved after the
-            forward pass, which builds a subclassed model's variables.
+            `(y_pred, loss, grads, plan, activations)`; the plan is
+            resolved after the forward pass, which builds a subclassed
+            model's variables; `activations` are the layer outputs the
+            in-step summaries write (see `_forward`), or `None`.
         """
         with tf.GradientTape() as tape:
-            if _keras.call_has_training_arg(self):
-                y_pred = self(x, training=True)
-            else:
-                y_pred = self(x)
+            y_pred, activations = self._forward(x)
             loss = _keras.compute_loss(self, x, y, y_pred, sample_weight)
             scaled_loss = self.optimizer.scale_loss(loss)
         plan = self._plan()
         grads = tape.gradient(scaled_loss, list(plan.variables))
-        return y_pred, loss, grads, plan
+        return y_pred, loss, grads, plan, activations
+
+    def _forward(self, x):
+        """`(y_pred, activations)`: the model's call, or, when in-step
+        summaries write activations, the call that also gives them."""
+        hook = self.step_options.step_summaries
+        training = {}  # as Keras's train_step calls the model
+        if _keras.call_has_training_arg(self):
+            training = {"training": True}
+        if hook is not None:
+            y_pred, activations = hook.forward(x, **training)
+            if activations is not None:
+                return y_pred, activations
+        return self(x, **training), None
 
     @property
     def step_options(self):
@@ -396,7 +412,7 @@ class SlimModel(keras.Model):
             finite, error if raises else None, squares, raises, verdict
         )
 
-    def _apply_summed(self, grads, plan, options, gate, *, x):
+    def _apply_summed(self, grads, plan, options, gate, *, x, activations):
         """Policy, in-step summaries and the gated update."""
         grads = plan.apply(
             grads,
@@ -404,7 +420,7 @@ class SlimModel(keras.Model):
             squares=gate.squares,
         )
         if options.step_summaries is not None:
-            options.step_summaries(self, x, grads, plan.variables)
+            options.step_summaries(self, x, grads, plan.variables, activations)
         _optimizer.apply_gradients(
             self.optimizer,
             grads,

@@ -6,7 +6,10 @@ step calls it once per step. It writes under one `tf.cond` that compares
 the step with `record_step`, a variable the callback sets on the host only
 before the batches that write (to the global step that batch ends at), so
 the other steps cost a read of that variable and nothing else: no host
-sync, no extra forward pass.
+sync, no extra forward pass. The activations are those of the step's own
+forward pass (`forward`: the model's layers called once, giving the
+model's outputs and the layers' outputs), as TF-Slim summarized the
+end_points of its training graph.
 """
 
 import logging
@@ -25,7 +28,7 @@ def _values(grad):
 
 
 def activation_probe(model, only=None):
-    """A functional model whose outputs are the outputs of each layer.
+    """A functional model giving the model's outputs and its layers'.
 
     Args:
         model: A functional Keras model.
@@ -33,7 +36,14 @@ def activation_probe(model, only=None):
 
     Returns:
         `(names, probe)`: the layer names and a `keras.Model` sharing the
-        layers of `model`, returning one tensor per name.
+        layers of `model`, returning `(outputs, [one tensor per name])`,
+        `outputs` structured as `model`'s.
+
+    Example:
+    ```python
+    names, probe = activation_probe(model, ["fc1"])
+    y_pred, (fc1,) = probe(x, training=True)
+    ```
     """
     names, outputs = [], []
     for layer in model.layers:
@@ -46,7 +56,7 @@ def activation_probe(model, only=None):
             continue
         names.append(layer.name)
         outputs.append(output)
-    return names, keras.Model(model.inputs, outputs)
+    return names, keras.Model(model.input, (model.output, outputs))
 
 
 class StepSummaries:
@@ -87,8 +97,33 @@ class StepSummaries:
                 self._writer = self._make_writer()
         return self._writer
 
-    def __call__(self, model, x, grads, variables):
-        """Adds the summary ops to the step being traced."""
+    def forward(self, x, training=None):
+        """The step's forward pass, with the activations to summarize.
+
+        Args:
+            x: The batch's inputs.
+            training: The `training` argument of the model's call (the
+                probe is functional: it passes it to each layer).
+
+        Returns:
+            `(y_pred, activations)`: the model's outputs and the outputs
+            of the summarized layers, or `None` for the activations (then
+            `y_pred` is `None` too: the step calls the model itself).
+        """
+        if not self.activations:
+            return None, None
+        return self._probe(x, training=training)
+
+    def __call__(self, model, x, grads, variables, activations=None):
+        """Adds the summary ops to the step being traced.
+
+        Args:
+            model: The model.
+            x: The batch's inputs.
+            grads: The gradients after the policy.
+            variables: Their variables.
+            activations: What `forward` gave for the step, or `None`.
+        """
         ctx = tf.distribute.get_replica_context()
         first = tf.constant(True)
         if ctx is not None and ctx.num_replicas_in_sync > 1:
@@ -104,7 +139,7 @@ class StepSummaries:
                         grads, variables, _optimizer.loss_scale(model.optimizer)
                     )
                 if self.activations:
-                    self._write_activations(x)
+                    self._write_activations(activations)
             return tf.constant(True)
 
         tf.cond(
@@ -130,11 +165,7 @@ class StepSummaries:
             tf.summary.histogram(f"{path}/gradient", values)
             tf.summary.scalar(f"{path}/gradient_norm", tf.norm(values))
 
-    def _write_activations(self, x):
-        # training=False: dropout and batch-norm updates are not run twice.
-        outputs = self._probe(x, training=False)
-        if not isinstance(outputs, (list, tuple)):
-            outputs = [outputs]
+    def _write_activations(self, outputs):
         for name, output in zip(self._names, outputs):
             tf.summary.histogram(f"activations/{name}", output)
             tf.summary.scalar(f"sparsity/{name}", tf.math.zero_fraction(output))

@@ -70,12 +70,11 @@ class Summaries(StepCallback):
 
     Gradients and activations are written from inside the train step of a
     `SlimModel` (activations: a functional one), under one `tf.cond` that is
-    true only on the steps that write; activations are computed on the
-    step's batch with `training=False`, so dropout and batch-norm updates
-    do not run twice. Steps that write nothing cost no host sync and no
-    extra forward pass; the `tf.cond` itself costs a measurable share of a
-    small model's step (docs/benchmarks.md), so these two are off by
-    default. A variable
+    true only on the steps that write; activations are those of the step's
+    own forward pass (`training=True`, as TF-Slim's training graph), with
+    no second forward pass. Steps that write nothing cost no host sync;
+    the `tf.cond` itself costs a measurable share of a small model's step
+    (docs/benchmarks.md), so these two are off by default. A variable
     without a gradient is logged once, not an error. The writer is created
     on the first write (no empty event files), and only where the strategy
     writes summaries (the chief). With

@@ -168,6 +168,33 @@ def test_activations_and_sparsity(tmp_path):
     hidden = reference.get_layer("fc1")(x)
     expected = float(np.mean(keras.ops.convert_to_numpy(hidden) == 0))
     assert float(events["sparsity/fc1"][4]) == pytest.approx(expected)
+    # The summaries' forward pass is the step's own: the same training.
+    common.fit(reference, data, 1)
+    for a, b in zip(model.get_weights(), reference.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_activations_are_those_of_the_training_forward_pass(tmp_path):
+    """As TF-Slim summarized its training graph's end_points: a dropout
+    layer's output has the dropped units zeroed (training=True), more
+    zeros than the ReLU output it drops from."""
+    _, _, data = common.full_batch()
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(16, activation="relu", name="fc1")(inputs)
+    h = keras.layers.Dropout(0.5, name="drop")(h)
+    model = keras_slim.SlimModel(inputs, keras.layers.Dense(3)(h))
+    common.compile_model(model, keras.optimizers.SGD(0.1))
+    common.fit(
+        model, data, 8, [scalars_only(logdir=tmp_path, activations=True)]
+    )
+    events = read_events(tmp_path)
+    assert sorted(events["sparsity/drop"]) == [4, 8]
+    for step in events["sparsity/drop"]:
+        relu, dropped = (
+            float(events[f"sparsity/{n}"][step]) for n in ("fc1", "drop")
+        )
+        assert dropped > relu + 0.2, (step, relu, dropped)
 
 
 def test_activations_of_named_layers_only(tmp_path):
@@ -211,7 +238,7 @@ class CountCalls(keras.layers.Layer):
         return inputs
 
 
-def test_steps_that_write_nothing_run_no_extra_forward_pass(tmp_path):
+def test_activation_summaries_run_no_extra_forward_pass(tmp_path):
     _, _, data = common.full_batch()
     keras.utils.set_random_seed(0)
     inputs = keras.Input((8,))
@@ -222,8 +249,9 @@ def test_steps_that_write_nothing_run_no_extra_forward_pass(tmp_path):
         tmp_path, every_n_steps=5, every_n_secs=None, activations=True
     )
     common.fit(model, data, 10, [summaries])
-    # 10 training forwards, + 1 probe forward on each of the 2 writes.
-    assert float(model.get_layer("count").calls.numpy()) == 12.0
+    # 10 training forwards, the 2 writes included: the activations are
+    # those of the step's own forward pass.
+    assert float(model.get_layer("count").calls.numpy()) == 10.0
 
 
 class TickingClock:
