@@ -88,6 +88,7 @@ def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto, cache):
     try:
         return keras_fit(*run.feed.keras_data(), **kwargs)
     finally:
+        run.feed.end()
         _keras.set_initial_epoch(model, None)
         if auto:
             # Evaluation and prediction keep one batch per call.

@@ -81,6 +81,9 @@ class Feed:
     def _attach(self, state):
         """Gives a new `state` what the feed already made (nothing here)."""
 
+    def end(self):
+        """Called when the `fit` ends, even on an error (nothing here)."""
+
     def save_position(self):
         """Writes the host's count of the position into `state`."""
         self.state.epoch.assign(self.epoch)
@@ -149,8 +152,10 @@ class InputCache:
     chooses, the blocks, the stateful-op check, which serializes the
     pipeline) costs more than a millisecond: as much as a small model's
     step. The model's train function keeps one `InputCache`, so a loop of
-    `fit` calls on the same `tf.data.Dataset` pays for it once. It holds
-    that dataset until a `fit` on another one, or a new compile.
+    `fit` calls on the same `tf.data.Dataset` pays for it once; it also
+    keeps the next pass's iterator a `fit` left unread, for the next `fit`
+    (`HostFeed.end`). It holds that dataset until a `fit` on another one,
+    or a new compile.
 
     Example:
     ```python
@@ -179,6 +184,25 @@ class InputCache:
         if key not in self._values:
             self._values[key] = make()
         return self._values[key]
+
+    def swap(self, dataset, key, value):
+        """Stores `value` for `(dataset, key)`; returns what was stored
+        (or `None`).
+
+        Args:
+            dataset: The `tf.data.Dataset` given to `fit` (by identity).
+            key: What of it is stored (hashable).
+            value: The new value, or `None`.
+
+        Returns:
+            The previous value, or `None`.
+        """
+        if dataset is not self._dataset:
+            self._dataset, self._values = dataset, {}
+        previous = self._values.pop(key, None)
+        if value is not None:
+            self._values[key] = value
+        return previous
 
 
 class HostFeed(Feed):
@@ -223,8 +247,7 @@ class HostFeed(Feed):
         self.stand_in = _stand_in(int(cardinality), element_spec)
         self._keras_iterator = None
         self._host = None
-        # The host iterators of the current and the next pass (the next
-        # one made when a checkpoint is to hold it, or its pass starts).
+        # The host iterators of the current and the next pass.
         self._iterators = {"iterator": None, "next_iterator": None}
         self._stateless = stateless
         self._options = None
@@ -272,7 +295,7 @@ class HostFeed(Feed):
         return self._prepared(key, self._prepare)
 
     def _prepare(self):
-        seed = self._seed if self._state is None else self._state.seed
+        seed = self._seed if self._state is None else self._state.seed.numpy()
         dataset = self._make(int(seed))
         if self._options is not None:
             dataset = dataset.with_options(self._options)
@@ -284,15 +307,19 @@ class HostFeed(Feed):
     def source(self, keras_iterator):
         """The host iterator for the pass Keras's iterator stands for.
 
-        Each pass reads the iterator made after the pass before's (the
-        next pass's), so a checkpoint holds the next pass's iterator too,
-        fresh: its reshuffle seeds are saved as drawn. (TensorFlow restores
-        the reshuffle state of an iterator whose input has run out one
-        pass ahead; with the next pass's own iterator saved, a resumed run
-        does not depend on it.) The next pass's iterator is made when a
-        checkpoint is to hold it (`save_position`), after a restore (which
-        applies to it), or when its pass starts: always the iterator after
-        the current one, so the passes read the same orders either way.
+        Each pass reads an iterator made when the pass before started (the
+        first pass makes two), so a checkpoint holds the next pass's
+        iterator too, fresh: its reshuffle seeds are saved as drawn.
+        (TensorFlow restores the reshuffle state of an iterator whose input
+        has run out one pass ahead; with the next pass's own iterator
+        saved, a resumed run does not depend on it.) Both are made before
+        the pass reads anything: a pipeline that reshuffles inside a
+        `repeat()` draws its seeds from one generator shared by its
+        iterators, so the order of their making and reading must not
+        depend on when checkpoints are written. The next pass's iterator
+        a `fit` leaves unread is the first pass's of the model's next
+        `fit` on the same dataset (`end`), so successive fits read
+        successive passes.
 
         Args:
             keras_iterator: The iterator Keras handed the train function.
@@ -304,33 +331,36 @@ class HostFeed(Feed):
             self._keras_iterator = keras_iterator
             if self._host is None:
                 self._host = self._dataset()
-            current = self._iterators["next_iterator"]
-            self._untrack("next_iterator")
+                current = None if self.resume_at else self._leftover(None)
+            else:
+                current = self._iterators["next_iterator"]
             # Tracked, so a checkpoint holds them; a restore deferred
             # until now applies here, the next pass's last.
             restored = self._track("iterator", current)
-            if self.resume_at is not None:
-                self._track("next_iterator", None)
+            self._track("next_iterator", None)
             if not restored:
                 self._skip_consumed()
         return self._iterators["iterator"]
 
-    def save_position(self):
-        """Writes the position into `state`, the next pass's iterator
-        included (made now if not yet)."""
-        super().save_position()
-        if self._host is not None and self._iterators["next_iterator"] is None:
-            self._track("next_iterator", None)
+    def end(self):
+        """Leaves the unread next pass's iterator to the next `fit` on the
+        same dataset (called when the `fit` ends, even on an error)."""
+        unread = self._iterators["next_iterator"]
+        if unread is not None:
+            self._leftover(unread)
+
+    def _leftover(self, iterator):
+        """Swaps the fresh iterator kept for the next `fit` with
+        `iterator`; returns the one kept (or `None`)."""
+        if self._given is None or self._cache is None:
+            return None
+        key = ("leftover", self.blocks, self._options is not None)
+        return self._cache.swap(self._given, key, iterator)
 
     def _attach(self, state):
         for name, iterator in self._iterators.items():
             if iterator is not None:
                 setattr(state, name, iterator)
-
-    def _untrack(self, name):
-        self._iterators[name] = None
-        if self._state is not None and hasattr(self._state, name):
-            delattr(self._state, name)
 
     def _track(self, name, iterator):
         """Makes `iterator` (or a new one) the feed's `name`, tracked by

@@ -85,6 +85,29 @@ def test_resume_equals_an_uninterrupted_run(kind, tmp_path):
     assert steps_on_disk(tmp_path) == [5, 8, 20]
 
 
+@pytest.mark.parametrize("every_n_steps", [None, 1, 3, 6])
+def test_when_checkpoints_are_written_does_not_change_the_data(
+    every_n_steps, tmp_path
+):
+    """A pipeline reshuffling inside `repeat()` draws each repetition's
+    seeds from a generator its iterators share: the run's iterators are
+    all made before any is read, so saving (which holds the next pass's
+    iterator) at any step leaves the batches, hence the weights, as
+    without checkpoints."""
+
+    def train(callbacks):
+        model = common.model()  # sets the global seed: before the data's
+        x, y = common.classification_data(n=64)
+        data = tf.data.Dataset.from_tensor_slices((x, y))
+        data = data.shuffle(64, seed=5).batch(16).repeat()
+        common.fit(model, data, 12, callbacks)  # 3 repetitions
+        return weights(model)
+
+    saver = [Checkpoints(tmp_path, every_n_steps=every_n_steps)]
+    reference = train([])
+    assert max_abs_diff(train(saver if every_n_steps else []), reference) == 0
+
+
 def test_restores_before_stop_at_step_in_any_order(tmp_path):
     _, _, data = common.full_batch()
     common.fit(common.model(), data, 6, [Checkpoints(tmp_path)])
