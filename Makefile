@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/fit_call.py
 	$(BIN)/python bench/input_threads.py --input memory
 	$(BIN)/python bench/input_threads.py --input images --processes 5
+	$(BIN)/python bench/command_input.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits
