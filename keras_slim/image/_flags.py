@@ -442,7 +442,9 @@ def add_data_flags(add, *, training):
             "num_readers",
             4,
             "The number of parallel readers that read data from the "
-            "dataset (TFRecord files read at a time, in order).",
+            "dataset (TFRecord files read at a time, in order; by "
+            "parallel calls for remote files, gs://..., by one thread for "
+            "local ones, the same records in the same order).",
             parse=positive_int,
         )
     add(

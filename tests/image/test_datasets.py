@@ -150,6 +150,26 @@ def test_tfrecord_eval_is_one_deterministic_pass(shards):
     assert _identify_batches(_load(shards, batch_size=5).dataset) == found
 
 
+@pytest.mark.parametrize("is_training", [True, False])
+def test_local_and_remote_shards_read_the_same_order(
+    shards, is_training, monkeypatch
+):
+    """Local shards are read by one thread, remote ones (`gs://`) by
+    parallel calls: the same records in the same order either way."""
+    from keras_slim.image.datasets import tfrecords
+
+    assert tfrecords.parallel_reads("gs://bucket/toy_train_*.tfrecord")
+    assert not tfrecords.parallel_reads(str(shards / "toy_train_*"))
+
+    def read():
+        data = _load(shards, is_training=is_training, batch_size=5)
+        return _identify_batches(data.dataset.take(2 * NUM_IMAGES // 5))
+
+    one_thread = read()
+    monkeypatch.setattr(tfrecords, "parallel_reads", lambda pattern: True)
+    assert read() == one_thread
+
+
 def test_tfrecord_without_labels_txt_counts_classes(shards):
     data = _load(shards, "validation")
     assert data.num_samples == NUM_IMAGES
