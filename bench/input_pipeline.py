@@ -13,7 +13,12 @@ images:
 - "decode limit": the same JPEG bytes already in memory, decoded and
   resized in a parallel map (`AUTOTUNE`, all cores), batched: what
   decoding alone allows (compare with `--preprocessing digits`, which
-  gives `image_data` the same work: decode and resize).
+  gives `image_data` the same work: decode and resize);
+- "file limit": the least a folder reader does: the paths, each file
+  read, decoded and resized in one parallel map, batched;
+- "record limit": the least a TFRecord reader does: the shards read in
+  order by one `TFRecordDataset`, each record parsed, decoded and resized
+  in one parallel map, batched.
 
 `image_data` runs its training pipeline (shuffle, decode,
 `--preprocessing`, default "inception": random crop, resize, flip, one-hot
@@ -21,7 +26,9 @@ labels, batches of `--batch_size`). Each round builds every reader anew
 (the "setup" column: `load`'s checks and TFRecord count, or Keras's file
 listing) and times `--epochs` epochs of images after the first batch;
 the readers' order alternates between rounds. Prints the medians of
-images/s and the median of the per-round ratios to Keras's reader.
+images/s and the medians (quartiles) of the per-round ratios to Keras's
+reader, to the decode limit, and to the reader's own limit (the file
+limit for folders, the record limit for TFRecords).
 
 Run: `python bench/input_pipeline.py [--rounds 5]`.
 """
@@ -45,8 +52,16 @@ READERS = [
     "image_data tfrecord",
     "keras directory",
     "decode limit",
+    "file limit",
+    "record limit",
 ]
 BASELINE = "keras directory"
+#: The least each reader's format needs (see the docstring).
+OWN_LIMIT = {
+    "image_data folder": "file limit",
+    "image_data tfrecord": "record limit",
+    "keras directory": "file limit",
+}
 
 
 def write_dataset(directory, count, side):
@@ -102,10 +117,49 @@ def decode_limit(folder, args):
     return dataset.prefetch(tf.data.AUTOTUNE), len(paths) // args.batch_size
 
 
+def file_limit(folder, args):
+    """Each file read, decoded and resized in one parallel map."""
+    paths = sorted(
+        tf.io.gfile.glob(os.path.join(folder, "train", "*", "*.jpg"))
+    )
+    size = (args.image_size, args.image_size)
+
+    def decode(path):
+        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        return tf.image.resize(image, size)
+
+    dataset = tf.data.Dataset.from_tensor_slices(paths).repeat()
+    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(args.batch_size).map(lambda x: (x, x[:, 0, 0]))
+    return dataset.prefetch(tf.data.AUTOTUNE), len(paths) // args.batch_size
+
+
+def record_limit(shards, args):
+    """The shards read in order, each record parsed, decoded and resized
+    in one parallel map."""
+    files = sorted(tf.io.gfile.glob(os.path.join(shards, "*.tfrecord")))
+    size = (args.image_size, args.image_size)
+    features = {"image/encoded": tf.io.FixedLenFeature([], tf.string)}
+
+    def decode(record):
+        encoded = tf.io.parse_single_example(record, features)
+        image = tf.io.decode_jpeg(encoded["image/encoded"], channels=3)
+        return tf.image.resize(image, size)
+
+    dataset = tf.data.TFRecordDataset(files).repeat()
+    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(args.batch_size).map(lambda x: (x, x[:, 0, 0]))
+    return dataset.prefetch(tf.data.AUTOTUNE), args.images // args.batch_size
+
+
 def build(reader, folder, shards, args):
     """`(dataset, batches per epoch)`; image_data's dataset repeats."""
     if reader == "decode limit":
         return decode_limit(folder, args)
+    if reader == "file limit":
+        return file_limit(folder, args)
+    if reader == "record limit":
+        return record_limit(shards, args)
     if reader == BASELINE:
         dataset = keras.utils.image_dataset_from_directory(
             os.path.join(folder, "train"),
@@ -178,14 +232,22 @@ def main(argv=None):
         f"image_data preprocessing: {args.preprocessing!r} (training)"
     )
     print()
-    print(f"| reader | setup s | images/s | ratio to {BASELINE} |")
-    print("|---|---|---|---|")
+    print(
+        f"| reader | setup s | images/s | ratio to {BASELINE} | ratio to "
+        "decode limit | ratio to its own limit |"
+    )
+    print("|---|---|---|---|---|---|")
     ratios = _common.ratios_to(rates, BASELINE)
+    to_decode = _common.ratios_to(rates, "decode limit")
     for reader in READERS:
+        own = OWN_LIMIT.get(reader)
+        to_own = _common.ratios_to(rates, own)[reader] if own else None
         print(
             f"| {reader} | {statistics.median(setups[reader]):.3f} | "
             f"{statistics.median(rates[reader]):.0f} | "
-            f"{_common.summary(ratios[reader])} |"
+            f"{_common.summary(ratios[reader])} | "
+            f"{_common.summary(to_decode[reader])} | "
+            f"{_common.summary(to_own) if own else ''} |"
         )
 
 
