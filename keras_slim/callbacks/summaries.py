@@ -26,9 +26,14 @@ def _loss_name(model):
 
 def _loss_terms(model, total):
     """train_image_classifier's loss tags: the total, the regularization
-    (the model's `losses`, evaluated now) and the data term."""
+    (the weight regularizers' terms of the model's `losses`, evaluated
+    now) and the data term. An activity regularizer's term is made per
+    batch inside the step (a graph tensor on the host): it stays in the
+    data term."""
     regularization = sum(
-        float(keras.ops.convert_to_numpy(term)) for term in model.losses
+        float(keras.ops.convert_to_numpy(term))
+        for term in model.losses
+        if not tf.is_symbolic_tensor(term)
     )
     return {
         "losses/total_loss": total,

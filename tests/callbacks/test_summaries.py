@@ -392,6 +392,28 @@ def test_bad_arguments(kwargs, message, tmp_path):
         Summaries(**kwargs)
 
 
+def test_an_activity_regularizer_stays_in_the_data_term(tmp_path):
+    """Its term is made per batch inside the step; the regularization tag
+    holds the weight regularizers' terms, evaluated on the host."""
+    _, _, data = common.full_batch()
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(
+        16,
+        name="fc1",
+        kernel_regularizer=keras.regularizers.L2(0.1),
+        activity_regularizer=keras.regularizers.L1(0.01),
+    )(inputs)
+    model = keras_slim.SlimModel(inputs, keras.layers.Dense(3)(h))
+    common.compile_model(model, keras.optimizers.SGD(0.1))
+    common.fit(model, data, 4, [scalars_only(logdir=str(tmp_path))])
+    events = read_events(tmp_path)
+    kernel = model.get_layer("fc1").kernel.numpy()
+    assert float(events["losses/regularization_loss"][4]) == pytest.approx(
+        0.1 * float(np.sum(kernel**2)), rel=1e-5
+    )
+
+
 def test_loss_tags_as_train_image_classifier(tmp_path):
     # The total loss of the step, the regularization, the data term.
     _, _, data = common.full_batch()
