@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
-from keras_slim._fit import feed as feed_lib
+from keras_slim._fit import input_cache
 from keras_slim._fit import loops
 from keras_slim._fit import skipped as skipped_lib
 from keras_slim._fit import step_options
@@ -135,7 +135,7 @@ class TrainFunction:
         self._run = None
         self._current = None
         #: The last input a fit prepared, for the next fit on it.
-        self.inputs = feed_lib.InputCache()
+        self.inputs = input_cache.InputCache()
         self._call = translate_nonfinite(self._run_steps, model.optimizer)
 
     @contextlib.contextmanager
