@@ -57,10 +57,11 @@ class Summaries(StepCallback):
     - every other key of Keras's `logs`: loss terms and metrics, as Keras
       reports them (running means of the epoch);
     - `losses/total_loss` (the loss of that step, as minimized),
-      `losses/regularization_loss` (the sum of the model's `losses`, at
-      the write) and `losses/<loss name>` (their difference, the data
-      term; per output, Keras's `<output>_loss` logs): train_image_
-      classifier's loss tags;
+      `losses/regularization_loss` (the sum of the weight regularizers'
+      terms of the model's `losses`, at the write) and `losses/<loss
+      name>` (their difference: the data term, and any activity
+      regularizer's, made per batch in the step; per output, Keras's
+      `<output>_loss` logs): train_image_classifier's loss tags;
     - `learning_rate`: the optimizer's, a schedule evaluated at the step;
     - `global_step/sec`: steps per second since the last write;
     - `histograms=True`: `<variable path>`, a histogram of each variable;
