@@ -131,7 +131,8 @@ def add_services_flags(add):
         "summarize_activations",
         None,
         "Histograms and sparsity of the net's end_points (as "
-        "train_image_classifier; every layer's output for digits_cnn) (a "
+        "train_image_classifier; every layer's output for digits_cnn), "
+        "from the step's own forward pass (a "
         "conditional branch in the step; default: on, except for "
         "synchronous steps over parameter servers, whose batches stay on "
         "the workers).",
