@@ -67,3 +67,11 @@ def header(runs):
         f"{os.cpu_count()} CPUs, {runs} interleaved runs; ratio: "
         "median of per-run ratios (quartiles)"
     )
+
+
+def spread(values, fmt="{:.1f}"):
+    """`min / median / max` of `values`, each formatted with `fmt`."""
+    return " / ".join(
+        fmt.format(v)
+        for v in (min(values), statistics.median(values), max(values))
+    )

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 
+import _common
 import input_pipeline
 
 SOURCES = ["folder", "tfrecords", "memory"]
@@ -81,13 +82,6 @@ def steps_per_second(source, folder, shards, args):
     return 1.0 / statistics.median(seconds[1:])
 
 
-def spread(values, fmt="{:.2f}"):
-    return " / ".join(
-        fmt.format(v)
-        for v in (min(values), statistics.median(values), max(values))
-    )
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -119,9 +113,10 @@ def main(argv=None):
     print("|---|---|---|")
     for source in SOURCES:
         ratios = [a / b for a, b in zip(rates[source], rates["memory"])]
+        rate = _common.spread(rates[source], "{:.2f}")
+        ratio = _common.spread(ratios, "{:.2f}")
         print(
-            f"| {source} | {spread(rates[source])} | "
-            f"{statistics.median(ratios):.2f} ({spread(ratios)}) |"
+            f"| {source} | {rate} | {statistics.median(ratios):.2f} ({ratio}) |"
         )
 
 

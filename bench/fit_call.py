@@ -90,13 +90,6 @@ def tf_slim_rate():
     return vs_tf_slim.tf_slim("MLP 32-64-64-10", feed="dataset")
 
 
-def spread(values, fmt="{:.1f}"):
-    return " / ".join(
-        fmt.format(v)
-        for v in (min(values), statistics.median(values), max(values))
-    )
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=5)
@@ -131,11 +124,12 @@ def main(argv=None):
         rates = [statistics.median(r["rates"]) for r in results]
         slowest_rates = [min(r["rates"]) for r in results]
         print(
-            f"| {system} | {spread(medians, '{:.2f}')} | "
-            f"{spread(slowest)} | {spread(rates, '{:.0f}')} | "
-            f"{spread(slowest_rates, '{:.0f}')} |"
+            f"| {system} | {_common.spread(medians, '{:.2f}')} | "
+            f"{_common.spread(slowest)} | {_common.spread(rates, '{:.0f}')} | "
+            f"{_common.spread(slowest_rates, '{:.0f}')} |"
         )
-    print(f"| TF-Slim (session.run) | | | {spread(slim_rates, '{:.0f}')} | |")
+    slim = _common.spread(slim_rates, "{:.0f}")
+    print(f"| TF-Slim (session.run) | | | {slim} | |")
     keras_ms = [statistics.median(r["call_ms"]) for r in systems["keras"]]
     slim_ms = [statistics.median(r["call_ms"]) for r in systems["SlimModel"]]
     call_ratios = [s / k for s, k in zip(slim_ms, keras_ms)]
@@ -146,11 +140,11 @@ def main(argv=None):
     print()
     print(
         "SlimModel / keras per one-step call, per process pair: "
-        f"{spread(call_ratios, '{:.2f}')}x (target <= 1.5x)"
+        f"{_common.spread(call_ratios, '{:.2f}')}x (target <= 1.5x)"
     )
     print(
         f"SlimModel {STEPS}-step fit / TF-Slim steps/s, per round: "
-        f"{spread(rate_ratios, '{:.2f}')}x (target >= 1.3x)"
+        f"{_common.spread(rate_ratios, '{:.2f}')}x (target >= 1.3x)"
     )
 
 

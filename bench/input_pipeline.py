@@ -99,6 +99,15 @@ def write_dataset(directory, count, side):
     return folder, shards
 
 
+def _decoded_batches(dataset, decode, count, args):
+    """A limit reader's `(dataset, batches per epoch)`: `decode` in one
+    parallel map over the endless `dataset` of `count` elements, batched
+    (the labels stand-in: a pixel of each image)."""
+    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(args.batch_size).map(lambda x: (x, x[:, 0, 0]))
+    return dataset.prefetch(tf.data.AUTOTUNE), count // args.batch_size
+
+
 def decode_limit(folder, args):
     """The folder's JPEG bytes in memory, decoded and resized in parallel."""
     paths = sorted(
@@ -112,9 +121,7 @@ def decode_limit(folder, args):
         return tf.image.resize(image, size)
 
     dataset = tf.data.Dataset.from_tensor_slices(encoded).repeat()
-    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.batch(args.batch_size).map(lambda x: (x, x[:, 0, 0]))
-    return dataset.prefetch(tf.data.AUTOTUNE), len(paths) // args.batch_size
+    return _decoded_batches(dataset, decode, len(paths), args)
 
 
 def file_limit(folder, args):
@@ -129,9 +136,7 @@ def file_limit(folder, args):
         return tf.image.resize(image, size)
 
     dataset = tf.data.Dataset.from_tensor_slices(paths).repeat()
-    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.batch(args.batch_size).map(lambda x: (x, x[:, 0, 0]))
-    return dataset.prefetch(tf.data.AUTOTUNE), len(paths) // args.batch_size
+    return _decoded_batches(dataset, decode, len(paths), args)
 
 
 def record_limit(shards, args):
@@ -147,9 +152,7 @@ def record_limit(shards, args):
         return tf.image.resize(image, size)
 
     dataset = tf.data.TFRecordDataset(files).repeat()
-    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.batch(args.batch_size).map(lambda x: (x, x[:, 0, 0]))
-    return dataset.prefetch(tf.data.AUTOTUNE), args.images // args.batch_size
+    return _decoded_batches(dataset, decode, args.images, args)
 
 
 def build(reader, folder, shards, args):
