@@ -1,71 +1,116 @@
 """TF-Slim's `preprocessing_factory`, in TensorFlow ops for tf.data.
 
-`get_preprocessing(name, is_training=..., image_size=...)` returns a
-function of one image, as TF-Slim's `preprocessing_factory` did, to map
-over a `tf.data.Dataset`:
+`get_preprocessing(name, is_training=False, use_grayscale=False)` returns
+`preprocessing_fn(image, output_height, output_width, **kwargs)`, as
+research/slim's does, from TF-Slim's whole name map: `"cifarnet"`,
+`"inception"` (and the inception, mobilenet, nasnet and pnasnet nets'
+names), `"lenet"`, `"vgg"` (and the vgg and resnet nets' names); plus
+`"digits"`, the bundled digits' (keras_slim's: resized, in [0, 1]). One
+module per family, as TF-Slim's: `inception_preprocessing`,
+`vgg_preprocessing`, `cifarnet_preprocessing`, `lenet_preprocessing`,
+`digits_preprocessing`; each keeps TF-Slim's functions and positional
+signatures (`preprocess_image`, `preprocess_for_train`,
+`preprocess_for_eval`, `distort_color`, ...).
 
-- `"inception"`: TF-Slim's `inception_preprocessing` (one module per
-  family, as TF-Slim's: `inception_preprocessing.py`);
-- `"vgg"`: TF-Slim's `vgg_preprocessing`;
-- `"digits"`: the bundled digits', resized, in [0, 1].
-
-Randomness is stateless (`tf.random.stateless_*`, `tf.image.stateless_*`):
-the same `seed` gives the same crop and flip, so a pipeline that passes a
-seed per element (`keras_slim.image.datasets` passes `[seed, element
-index]`) is reproducible. Without a seed, one is drawn from TensorFlow's
-global generator (`tf.random.uniform`), so two calls differ.
-
-Integer images (uint8 from `tf.io.decode_image`) are scaled by their
-dtype's maximum, as `tf.image.convert_image_dtype` would; float images
-are taken to be in [0, 1] already.
+What equals TF-Slim's: the ops and their order, TF1's resizes (no
+half-pixel centers), TF1's color ops, TF-Slim's constants; given the same
+random values, the same pixels (tested against TF1's ops in graph mode).
+What differs: the randomness is stateless (`tf.random.stateless_*`):
+each family's random functions take a keyword `seed`, a `[2]` integer
+seed (`keras_slim.image.datasets` passes `[seed, element index]`, so a
+pipeline is reproducible and resumes exactly), drawn from TensorFlow's
+global generator when `None`; the same seed gives the same crop, flip and
+colors. Image summaries (`add_image_summaries`) are accepted and not
+written.
 """
 
-import tensorflow as tf
-
 from keras_slim import _validation
-from keras_slim.image.preprocessing import _image_ops
+from keras_slim.image.preprocessing import cifarnet_preprocessing
 from keras_slim.image.preprocessing import digits_preprocessing
 from keras_slim.image.preprocessing import inception_preprocessing
+from keras_slim.image.preprocessing import lenet_preprocessing
 from keras_slim.image.preprocessing import vgg_preprocessing
 
 _PREPROCESSING_FN_MAP = {
+    "cifarnet": cifarnet_preprocessing,
     "inception": inception_preprocessing,
+    "inception_v1": inception_preprocessing,
+    "inception_v2": inception_preprocessing,
+    "inception_v3": inception_preprocessing,
+    "inception_v4": inception_preprocessing,
+    "inception_resnet_v2": inception_preprocessing,
+    "lenet": lenet_preprocessing,
+    "mobilenet_v1": inception_preprocessing,
+    "mobilenet_v2": inception_preprocessing,
+    "mobilenet_v2_035": inception_preprocessing,
+    "mobilenet_v3_small": inception_preprocessing,
+    "mobilenet_v3_large": inception_preprocessing,
+    "mobilenet_v3_small_minimalistic": inception_preprocessing,
+    "mobilenet_v3_large_minimalistic": inception_preprocessing,
+    "mobilenet_edgetpu": inception_preprocessing,
+    "mobilenet_edgetpu_075": inception_preprocessing,
+    "mobilenet_v2_140": inception_preprocessing,
+    "nasnet_mobile": inception_preprocessing,
+    "nasnet_large": inception_preprocessing,
+    "pnasnet_mobile": inception_preprocessing,
+    "pnasnet_large": inception_preprocessing,
+    "resnet_v1_50": vgg_preprocessing,
+    "resnet_v1_101": vgg_preprocessing,
+    "resnet_v1_152": vgg_preprocessing,
+    "resnet_v1_200": vgg_preprocessing,
+    "resnet_v2_50": vgg_preprocessing,
+    "resnet_v2_101": vgg_preprocessing,
+    "resnet_v2_152": vgg_preprocessing,
+    "resnet_v2_200": vgg_preprocessing,
     "vgg": vgg_preprocessing,
+    "vgg_a": vgg_preprocessing,
+    "vgg_16": vgg_preprocessing,
+    "vgg_19": vgg_preprocessing,
     "digits": digits_preprocessing,
 }
 
+#: The names `get_preprocessing` takes: TF-Slim's, then `"digits"`.
 PREPROCESSING = tuple(_PREPROCESSING_FN_MAP)
 
 
-def get_preprocessing(name, *, is_training, image_size):
-    """Returns TF-Slim's preprocessing function named `name`.
+def get_preprocessing(name, is_training=False, use_grayscale=False):
+    """Returns TF-Slim's `preprocessing_fn(image, height, width, **kwargs)`.
 
     Args:
-        name: One of `PREPROCESSING`: `"inception"`, `"vgg"` or
-            `"digits"`.
-        is_training: Boolean. Training preprocessing augments (random
-            crops and flips, except `"digits"`); eval preprocessing is
-            deterministic.
-        image_size: Positive integer: the side of the square images
-            returned.
+        name: One of `PREPROCESSING`: a family (`"inception"`, `"vgg"`,
+            `"cifarnet"`, `"lenet"`, `"digits"`) or a net TF-Slim maps to
+            one (`"mobilenet_v1"` -> inception, `"resnet_v1_50"` -> vgg).
+        is_training: Boolean: the family's training preprocessing (random
+            crops, flips, colors), else its evaluation one. Defaults to
+            `False`.
+        use_grayscale: Boolean: one gray channel, converted where
+            TF-Slim's family converts it (`vgg` has 3 channel means and
+            raises, as TF-Slim's). Defaults to `False`.
 
     Returns:
-        A function `preprocess(image, seed=None)`: `image` is a uint8 (or
-        float in [0, 1]) `[height, width, channels]` tensor, `seed` an
-        optional `[2]` integer tensor for the stateless random ops (drawn
-        from the global generator when `None`); it returns a float32
-        `[image_size, image_size, channels]` tensor.
+        `preprocessing_fn(image, output_height, output_width, **kwargs)`:
+        `image` a `[height, width, channels]` tensor (uint8 as decoded),
+        `output_height` and `output_width` positive ints; `kwargs` go to
+        the family's `preprocess_image` (`fast_mode=False`, `bbox=...`
+        for inception, `resize_side_min` for vgg, ...), with `seed`: a
+        `[2]` integer seed for the stateless random ops, drawn from the
+        global generator when `None`. It returns a float32 `[output_height,
+        output_width, channels]` tensor.
 
     Raises:
-        ValueError: if `name` is not one of `PREPROCESSING`, `is_training`
-            is not a bool or `image_size` not a positive integer.
+        ValueError: if `name` is not one of `PREPROCESSING`, or
+            `is_training` or `use_grayscale` is not a bool; the function
+            raises for output sizes that are not positive ints.
 
     Example:
     ```python
-    preprocess = get_preprocessing(
-        "inception", is_training=True, image_size=224
+    preprocessing_fn = get_preprocessing("inception", is_training=True)
+    dataset = dataset.enumerate().map(
+        lambda i, example: (
+            preprocessing_fn(example[0], 224, 224, seed=[0, i]),
+            example[1],
+        )
     )
-    dataset = dataset.map(lambda image, label: (preprocess(image), label))
     ```
     """
     if name not in PREPROCESSING:
@@ -73,17 +118,18 @@ def get_preprocessing(name, *, is_training, image_size):
             "name", name, f"one of {', '.join(map(repr, PREPROCESSING))}"
         )
     _validation.boolean("is_training", is_training)
-    size = _validation.positive_int("image_size", image_size)
-    body = _PREPROCESSING_FN_MAP[name].preprocess_image
+    _validation.boolean("use_grayscale", use_grayscale)
+    family = _PREPROCESSING_FN_MAP[name]
 
-    def preprocess(image, seed=None):
-        image = tf.convert_to_tensor(image)
-        channels = image.shape[-1]
-        if is_training and name != "digits":
-            seed = _image_ops.seed_of(seed)
-        image = body(image, seed, is_training, size)
-        image.set_shape([size, size, channels])
-        return image
+    def preprocessing_fn(image, output_height, output_width, **kwargs):
+        return family.preprocess_image(
+            image,
+            _validation.positive_int("output_height", output_height),
+            _validation.positive_int("output_width", output_width),
+            is_training=is_training,
+            use_grayscale=use_grayscale,
+            **kwargs,
+        )
 
-    preprocess.__name__ = f"{name}_{'train' if is_training else 'eval'}"
-    return preprocess
+    preprocessing_fn.__name__ = f"{name}_{'train' if is_training else 'eval'}"
+    return preprocessing_fn
