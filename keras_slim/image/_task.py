@@ -11,7 +11,11 @@ here do the same through this module:
 - the data: scikit-learn's bundled digits (`--dataset_name digits`, no
   `--dataset_dir`), or a user's images (`keras_slim.image.datasets`:
   TF-Slim's TFRecords in the layout of `--dataset_name`, or a folder of
-  class subfolders), preprocessed by `keras_slim.image.preprocessing`.
+  class subfolders), preprocessed by `keras_slim.image.preprocessing`
+  (TF-Slim's preprocessing_factory) as TF-Slim's commands did:
+  `--preprocessing_name`, unset the family TF-Slim's map gives
+  `--model_name` (`FLAGS.preprocessing_name or FLAGS.model_name`), with
+  `--use_grayscale` inside it.
 """
 
 import dataclasses
@@ -93,6 +97,8 @@ def task(flags, *, split, batch_size, image_size, is_training):
     """
     model_name = flags.model_name
     size = image_size or nets.default_image_size(model_name)
+    # TF-Slim's `FLAGS.preprocessing_name or FLAGS.model_name`: the net's
+    # entry in TF-Slim's map is its family's (tested).
     prep = flags.preprocessing_name or nets.preprocessing_name(model_name)
     if flags.dataset_dir is None:
         if split not in DIGITS_SPLITS:

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from keras_slim.image import datasets
+from keras_slim.image import preprocessing
 
 NUM_CLASSES = 3
 PER_CLASS = 12
@@ -206,6 +207,56 @@ def test_tfrecord_jpeg_and_inception_training(tmp_path, images):
     eval_data = _load(tmp_path, batch_size=NUM_IMAGES)
     for image, one_hot in zip(*next(iter(eval_data.dataset))):
         assert _identify(image)[0] == int(np.argmax(one_hot))
+
+
+def test_each_training_image_is_preprocessed_with_seed_and_its_index(
+    shards, images
+):
+    """Element `k` of the stream is `preprocessing_fn(image, size, size,
+    seed=[seed, k])`: per-image stateless draws, so a resumed run draws
+    what the uninterrupted one drew."""
+    data = _load(
+        shards,
+        is_training=True,
+        preprocessing_name="inception",
+        seed=3,
+        batch_size=6,
+    )
+    batch, _ = next(iter(data.dataset))
+    preprocess = preprocessing.get_preprocessing("inception", is_training=True)
+    for k, image in enumerate(batch.numpy()):
+        candidates = tf.data.Dataset.from_tensor_slices(images[0]).map(
+            lambda x, k=k: preprocess(
+                x, SIZE, SIZE, seed=tf.constant([3, k], tf.int64)
+            )
+        )
+        matches = [
+            i
+            for i, candidate in enumerate(candidates)
+            if np.array_equal(candidate, image)
+        ]
+        assert len(matches) == 1, k
+
+
+def test_use_grayscale_is_inside_the_preprocessing(tmp_path, images):
+    """TF-Slim's inception eval converts to gray before its resize."""
+    datasets.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
+    data = _load(
+        tmp_path,
+        "validation",
+        preprocessing_name="inception",
+        image_size=7,
+        use_grayscale=True,
+        batch_size=NUM_IMAGES,
+    )
+    assert data.channels == 1
+    batch, _ = next(iter(data.dataset))
+    preprocess = preprocessing.get_preprocessing(
+        "inception", use_grayscale=True
+    )
+    for path, image in zip(data.files, batch.numpy()):
+        decoded = tf.io.decode_image(tf.io.read_file(path), channels=3)
+        np.testing.assert_array_equal(preprocess(decoded, 7, 7), image)
 
 
 # --- folders ---------------------------------------------------------------

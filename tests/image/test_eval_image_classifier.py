@@ -226,8 +226,8 @@ def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
         ),
         (
             eval_cli.main,
-            ["--preprocessing_name", "lenet"],
-            "flag --preprocessing_name=lenet: value should be one of",
+            ["--preprocessing_name", "resnet"],
+            "flag --preprocessing_name=resnet: value should be one of",
         ),
     ],
 )

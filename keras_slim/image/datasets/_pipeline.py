@@ -32,7 +32,10 @@ class Pipeline:
     """The steps both formats share, from encoded images and int labels.
 
     Args:
-        preprocess: `(image, seed) -> image`, TF-Slim's preprocessing.
+        preprocess: TF-Slim's `preprocessing_fn(image, output_height,
+            output_width, seed=...)`, from `preprocessing.get_preprocessing`
+            (with `use_grayscale` in it, as TF-Slim's).
+        image_size: The side of the square images it returns.
         num_classes: The width of the one-hot labels (after the offset).
         batch_size: Positive integer.
         is_training: Shuffled, repeated, full batches when `True`.
@@ -42,13 +45,12 @@ class Pipeline:
             `--labels_offset`). Defaults to `0`.
         parallel_calls: Parallel decode and preprocessing calls
             (`--num_preprocessing_threads`); `None`: tf.data's autotune.
-        grayscale: Converts the preprocessed images to one channel
-            (`--use_grayscale`). Defaults to `False`.
     """
 
     def __init__(
         self,
         preprocess,
+        image_size,
         num_classes,
         batch_size,
         is_training,
@@ -56,9 +58,9 @@ class Pipeline:
         channels=CHANNELS,
         labels_offset=0,
         parallel_calls=None,
-        grayscale=False,
     ):
         self.preprocess = preprocess
+        self.image_size = image_size
         self.num_classes = num_classes
         self.batch_size = batch_size
         self.is_training = is_training
@@ -66,7 +68,6 @@ class Pipeline:
         self.channels = channels
         self.labels_offset = labels_offset
         self.parallel_calls = parallel_calls or tf.data.AUTOTUNE
-        self.grayscale = grayscale
 
     def shuffle(self, data, buffer_size):
         """Shuffles and repeats in training; one pass otherwise."""
@@ -90,9 +91,8 @@ class Pipeline:
                 encoded, channels=self.channels, expand_animations=False
             )
             seed = tf.stack([tf.constant(self.seed, tf.int64), index])
-            image = self.preprocess(image, seed=seed)
-            if self.grayscale and self.channels == 3:
-                image = tf.image.rgb_to_grayscale(image)
+            size = self.image_size
+            image = self.preprocess(image, size, size, seed=seed)
             return image, label - self.labels_offset
 
         def one_hot(images, labels):

@@ -34,15 +34,16 @@ two formats, detected from what `dataset_dir` holds:
   are the splits instead, each a folder of class subfolders.
 
 Both formats then share one path: `tf.io.decode_image` (3 channels, or
-the dataset's),
-`keras_slim.image.preprocessing` (TF-Slim's preprocessing_factory, random crops
-in training), one-hot labels, batches, prefetch. Training data is
-shuffled (files, then records or paths; reshuffled each epoch, seeded),
-repeated and batched with `drop_remainder=True`; eval data is one pass in
-a fixed order (a folder's files sorted by path; shards interleaved
-deterministically) with the last, smaller batch kept. Each element's
-random crop and flip are seeded with `[seed, its index in the stream]`,
-so epochs differ.
+the dataset's), `keras_slim.image.preprocessing` (TF-Slim's
+preprocessing_factory: `preprocessing_name`'s family with `use_grayscale`,
+its random crops, flips and colors in training), one-hot labels, batches,
+prefetch. Training data is shuffled (files, then records or paths;
+reshuffled each epoch, seeded), repeated and batched with
+`drop_remainder=True`; eval data is one pass in a fixed order (a folder's
+files sorted by path; shards interleaved deterministically) with the
+last, smaller batch kept. Each element's random preprocessing (crop,
+flip, colors) is seeded with `[seed, its index in the stream]`, so epochs
+differ and a resumed run draws what the uninterrupted one drew.
 
 What `load` checks before it returns, so before a training step: the
 directory, the format, at least 2 classes, the first record of each
@@ -162,7 +163,8 @@ def load(
         is_training: Boolean. `True`: shuffled, repeated, batches of
             exactly `batch_size`, augmented; `False`: one pass in order,
             the last batch smaller.
-        preprocessing_name: One of `preprocessing.PREPROCESSING`.
+        preprocessing_name: One of `preprocessing.PREPROCESSING`
+            (TF-Slim's preprocessing_factory names, and `"digits"`).
         seed: Integer: the seed of the shuffles, random crops and flips,
             and of a folder's train/validation split. Defaults to `0`.
         validation_fraction: Float in (0, 1): the part of a folder's files
@@ -179,9 +181,11 @@ def load(
         num_preprocessing_threads: Positive integer: parallel decode and
             preprocessing calls; `None`: tf.data's autotune. Defaults to
             `None`.
-        use_grayscale: Converts the images to one channel after
-            preprocessing, as TF-Slim's `--use_grayscale`. Defaults to
-            `False`.
+        use_grayscale: Converts the images to one channel inside the
+            preprocessing, where TF-Slim's family converts them
+            (`--use_grayscale`; `get_preprocessing(...,
+            use_grayscale=True)`); images of one channel stay as they are.
+            Defaults to `False`.
 
     Returns:
         An `ImageData`.
@@ -219,8 +223,11 @@ def load(
         _validation.positive_int(
             "num_preprocessing_threads", num_preprocessing_threads
         )
-    preprocess = preprocessing.get_preprocessing(
-        preprocessing_name, is_training=is_training, image_size=image_size
+    image_size = _validation.positive_int("image_size", image_size)
+    preprocessing.get_preprocessing(
+        preprocessing_name,
+        is_training=is_training,
+        use_grayscale=_validation.boolean("use_grayscale", use_grayscale),
     )
     if not tf.io.gfile.isdir(dataset_dir):
         what = "does not exist"
@@ -241,8 +248,14 @@ def load(
             f"most {source.num_samples} (training drops the last, smaller "
             "batch)."
         )
+    grayscale = use_grayscale and source.channels == 3
     pipeline = _pipeline.Pipeline(
-        preprocess=preprocess,
+        preprocess=preprocessing.get_preprocessing(
+            preprocessing_name,
+            is_training=is_training,
+            use_grayscale=grayscale,
+        ),
+        image_size=image_size,
         num_classes=num_classes,
         batch_size=int(batch_size),
         is_training=is_training,
@@ -250,7 +263,6 @@ def load(
         channels=source.channels,
         labels_offset=labels_offset,
         parallel_calls=num_preprocessing_threads,
-        grayscale=bool(use_grayscale),
     )
     class_names = source.class_names
     if class_names is not None:

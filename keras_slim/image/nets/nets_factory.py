@@ -274,9 +274,15 @@ def preprocessing_name(model_name):
         model_name: One of `NETWORKS`.
 
     Returns:
-        The name TF-Slim's `preprocessing_factory` maps the net to
-        (`"inception"` for the inception and mobilenet nets, `"vgg"` for
-        the vgg and resnet nets), `"digits"` for `digits_cnn`.
+        The family TF-Slim's `preprocessing_factory` maps the net's name
+        to (TF-Slim's train_image_classifier preprocesses with
+        `--preprocessing_name or --model_name`): `"inception"` for the
+        inception and mobilenet nets, `"vgg"` for the vgg and resnet nets;
+        for the nets TF-Slim's map lacks (where TF-Slim raises without
+        `--preprocessing_name`), their family's: `"vgg"` for
+        `alexnet_v2` and `overfeat`, `"inception"` for
+        `mobilenet_v1_075`, `_050` and `_025`; `"digits"` for
+        `digits_cnn`.
 
     Raises:
         ValueError: if `model_name` is not one of `NETWORKS`.
