@@ -21,8 +21,9 @@ images:
   in one parallel map, batched.
 
 `image_data` runs its training pipeline (shuffle, decode,
-`--preprocessing`, default "inception": random crop, resize, flip, one-hot
-labels, batches of `--batch_size`). Each round builds every reader anew
+`--preprocessing`, default "inception": TF-Slim's random crop, TF1
+resize, flip and color distortion, one-hot labels, batches of
+`--batch_size`). Each round builds every reader anew
 (the "setup" column: `load`'s checks and TFRecord count, or Keras's file
 listing) and times `--epochs` epochs of images after the first batch;
 the readers' order alternates between rounds. Prints the medians of
