@@ -3,7 +3,8 @@
 Gradient policies (multipliers, freezing, clipping, NaN checks) applied
 after the cross-replica sum, in a `keras.Model` train step; training
 services as callbacks for `model.fit`, and `train()` for TF-Slim code;
-`DeploymentConfig` for clones, replicas and parameter servers. TF-Slim's
+`DeploymentConfig` for clones, replicas and parameter servers; TF1's
+`tf.compat.v1.train` optimizers, step for step, in `optimizers`. TF-Slim's
 image classification app (the two commands, nets, datasets,
 preprocessing) is `keras_slim.image`, built on this library.
 """
@@ -16,6 +17,7 @@ _startup.quiet_tensorflow_for_commands()
 from keras_slim import callbacks  # noqa: E402
 from keras_slim import checkpoints  # noqa: E402
 from keras_slim import gradients  # noqa: E402
+from keras_slim import optimizers  # noqa: E402
 from keras_slim import training_state  # noqa: E402
 from keras_slim.deployment import DeploymentConfig  # noqa: E402
 from keras_slim.errors import NanLossDuringTrainingError  # noqa: E402
@@ -36,6 +38,7 @@ __all__ = [
     "callbacks",
     "checkpoints",
     "gradients",
+    "optimizers",
     "train",
     "training_state",
     "wrap",

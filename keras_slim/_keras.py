@@ -37,6 +37,7 @@ __all__ = [
     "loss_tracker",
     "make_assign_add_atomic",
     "moving_averages",
+    "optimizer_variable_index",
     "reduce_step_outputs_auto",
     "replace_all_reduce_sum",
     "run_no_step_in_next_call",
@@ -268,6 +269,14 @@ def before_averages_replace_weights(optimizer, capture):
         vars(optimizer).pop("finalize_variable_values", None)
 
     return undo
+
+
+def optimizer_variable_index(optimizer, variable):
+    """The position of `variable` among those `optimizer` was built on
+    (`BaseOptimizer._get_variable_index`, what Keras's own optimizers call
+    in `update_step`): under a strategy `variable` is one device's
+    component, which `TFOptimizer._var_key` maps to its container."""
+    return optimizer._get_variable_index(variable)
 
 
 def replace_all_reduce_sum(optimizer, make_replacement):

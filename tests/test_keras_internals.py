@@ -348,3 +348,22 @@ def test_the_two_patches_of_public_keras_attributes():
     trained = seen[0]
     written = [v.numpy() for v in averaged.trainable_variables]
     assert any(np.abs(a - b).max() > 1e-4 for a, b in zip(trained, written))
+
+
+def test_optimizer_variable_index_of_one_devices_component(mirrored):
+    """keras_slim.optimizers find a variable's slots by Keras's index
+    (`_get_variable_index`), also for the per-device component that
+    `TFOptimizer` hands `update_step` under a strategy."""
+    with mirrored.scope():
+        first = keras.Variable(np.zeros(2, "float32"))
+        second = keras.Variable(np.zeros(3, "float32"))
+        optimizer = keras.optimizers.SGD(0.1)
+        optimizer.build([first, second])
+    assert _keras.optimizer_variable_index(optimizer, second) == 1
+    components = mirrored.experimental_local_results(second.value)
+    assert len(components) == 4
+    for component in components:
+        assert _keras.optimizer_variable_index(optimizer, component) == 1
+    # Keras's own optimizers look their slots up the same way.
+    source = inspect.getsource(keras.optimizers.SGD.update_step)
+    assert "self._get_variable_index(variable)" in source

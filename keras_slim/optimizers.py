@@ -1,0 +1,681 @@
+"""TF1's `tf.compat.v1.train` optimizers as Keras 3 optimizers.
+
+Each class takes its TF1 class's arguments, with TF1's names and defaults,
+and its `update_step` runs the training kernel the TF1 class runs (the
+same TensorFlow op, on the variable's and its slots' resource handles),
+with TF1's slots and their initial values. A step therefore moves the
+variables exactly as TF1's does, where Keras's namesakes differ: Keras's
+`RMSprop` starts its mean square at 0 and adds epsilon outside the square
+root, Keras's `SGD` with momentum scales the accumulator by the learning
+rate before accumulating (TF1 after, which differs under a decaying rate).
+
+Class, TF1 class (`tf.compat.v1.train.`), kernel (`tf.raw_ops.`):
+
+- `GradientDescent`: `GradientDescentOptimizer`,
+  `ResourceApplyGradientDescent`;
+- `Momentum`: `MomentumOptimizer`, `ResourceApplyMomentum`;
+- `RMSProp`: `RMSPropOptimizer`, `ResourceApplyRMSProp` (centered:
+  `ResourceApplyCenteredRMSProp`);
+- `Adam`: `AdamOptimizer`, `ResourceApplyAdam`;
+- `Adagrad`: `AdagradOptimizer`, `ResourceApplyAdagrad`;
+- `Adadelta`: `AdadeltaOptimizer`, `ResourceApplyAdadelta`;
+- `Ftrl`: `FtrlOptimizer`, `ResourceApplyFtrl` (with an L2 shrinkage:
+  `ResourceApplyFtrlV2`).
+
+A `tf.IndexedSlices` gradient (an embedding's) takes TF1's sparse path:
+repeated indices summed, then the `ResourceSparseApply*` kernel
+(`ResourceScatterAdd` for `GradientDescent`; `Adam`, whose TF1 sparse
+update decays every row, applies the dense kernel to the summed slices).
+
+The rest is Keras's: `apply`, the cross-replica sum, clipping,
+`use_ema`, `iterations`, `get_config`, and the checkpoint layout: the
+slots are the optimizer's Keras variables, saved by their position in its
+`variables` list as Keras's own optimizers' are, and named with TF1's slot
+names (`<variable path>_<slot>`: `dense_kernel_rms`), which TF1's
+`get_slot(var, name)` and `get_slot_names()` read. Each runs under
+`SlimModel` and every strategy keras_slim deploys (`MirroredStrategy`,
+`MultiWorkerMirroredStrategy`, `ParameterServerStrategy`).
+"""
+
+import keras
+import tensorflow as tf
+
+from keras_slim import _tf1_optimizer
+from keras_slim import _validation
+from keras_slim._tf1_optimizer import TF1Optimizer
+
+__all__ = [
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "Ftrl",
+    "GradientDescent",
+    "Momentum",
+    "RMSProp",
+]
+
+_register = keras.saving.register_keras_serializable(package="keras_slim")
+
+
+@_register
+class GradientDescent(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.GradientDescentOptimizer`, in Keras 3.
+
+    `var -= learning_rate * grad` by `ResourceApplyGradientDescent`; no
+    slot.
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable.
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"GradientDescent"`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate`, or a bad Keras
+            argument.
+
+    Example:
+    ```python
+    model.compile(optimizer=keras_slim.optimizers.GradientDescent(0.1),
+                  loss="mse")
+    ```
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        use_locking=False,
+        name="GradientDescent",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+
+    def _apply_dense(self, var, slots, rate, grad):
+        tf.raw_ops.ResourceApplyGradientDescent(
+            var=var, alpha=rate, delta=grad, use_locking=self.use_locking
+        )
+
+    def _apply_sparse(self, var, slots, rate, values, indices):
+        tf.raw_ops.ResourceScatterAdd(
+            resource=var, indices=indices, updates=-values * rate
+        )
+
+
+@_register
+class Momentum(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.MomentumOptimizer`, in Keras 3.
+
+    `accum = momentum * accum + grad; var -= learning_rate * accum` by
+    `ResourceApplyMomentum` (the rate applied after the accumulator, as
+    TF1; Keras's `SGD` applies it before). Slot: `momentum`, zeros.
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable.
+        momentum: A number in [0, 1].
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"Momentum"`.
+        use_nesterov: Boolean: Nesterov momentum, as the kernel computes
+            it. Defaults to `False`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate`, a `momentum` outside
+            [0, 1], a `use_nesterov` that is not a bool, or a bad Keras
+            argument.
+
+    Example:
+    ```python
+    optimizer = keras_slim.optimizers.Momentum(0.05, 0.9)
+    ```
+    """
+
+    SLOTS = ("momentum",)
+
+    def __init__(
+        self,
+        learning_rate,
+        momentum,
+        use_locking=False,
+        name="Momentum",
+        use_nesterov=False,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+        self.momentum = _tf1_optimizer.fraction("momentum", momentum)
+        self.use_nesterov = _validation.boolean("use_nesterov", use_nesterov)
+
+    def _apply_dense(self, var, slots, rate, grad):
+        (accum,) = slots
+        tf.raw_ops.ResourceApplyMomentum(
+            var=var,
+            accum=accum,
+            lr=rate,
+            grad=grad,
+            momentum=self._hyper(self.momentum, rate),
+            use_locking=self.use_locking,
+            use_nesterov=self.use_nesterov,
+        )
+
+    def _apply_sparse(self, var, slots, rate, values, indices):
+        (accum,) = slots
+        tf.raw_ops.ResourceSparseApplyMomentum(
+            var=var,
+            accum=accum,
+            lr=rate,
+            grad=values,
+            indices=indices,
+            momentum=self._hyper(self.momentum, rate),
+            use_locking=self.use_locking,
+            use_nesterov=self.use_nesterov,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(momentum=self.momentum, use_nesterov=self.use_nesterov)
+        return config
+
+
+@_register
+class RMSProp(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.RMSPropOptimizer`, in Keras 3.
+
+    `ms = decay * ms + (1 - decay) * grad**2; mom = momentum * mom +
+    learning_rate * grad / sqrt(ms + epsilon); var -= mom` by
+    `ResourceApplyRMSProp`, with the mean square `rms` starting at 1.0 and
+    epsilon inside the square root, as TF1 (Keras's `RMSprop` starts at 0,
+    epsilon outside). Centered: `ResourceApplyCenteredRMSProp`, with the
+    mean gradient `mg`. Slots: `rms` (ones), `mg` (zeros, when centered),
+    `momentum` (zeros).
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable.
+        decay: The discount of the mean square, in [0, 1].
+            Defaults to `0.9`.
+        momentum: A number in [0, 1]. Defaults to `0.0`.
+        epsilon: A number >= 0 added to the mean square.
+            Defaults to `1e-10`.
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        centered: Boolean: normalize by the estimated variance.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"RMSProp"`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate` or `epsilon`, a `decay`
+            or `momentum` outside [0, 1], a `centered` that is not a bool,
+            or a bad Keras argument.
+
+    Example:
+    ```python
+    # TF-Slim's train_image_classifier defaults.
+    optimizer = keras_slim.optimizers.RMSProp(
+        0.01, decay=0.9, momentum=0.9, epsilon=1.0
+    )
+    ```
+    """
+
+    SLOTS = ("rms", "mg", "momentum")
+
+    def __init__(
+        self,
+        learning_rate,
+        decay=0.9,
+        momentum=0.0,
+        epsilon=1e-10,
+        use_locking=False,
+        centered=False,
+        name="RMSProp",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+        self.decay = _tf1_optimizer.fraction("decay", decay)
+        self.momentum = _tf1_optimizer.fraction("momentum", momentum)
+        self.epsilon = _tf1_optimizer.non_negative("epsilon", epsilon)
+        self.centered = _validation.boolean("centered", centered)
+
+    def get_slot_names(self):
+        return (
+            ["rms", "mg", "momentum"] if self.centered else ["rms", "momentum"]
+        )
+
+    def _slot_initial_value(self, slot):
+        return 1.0 if slot == "rms" else 0.0
+
+    def _hypers(self, rate):
+        return {
+            "lr": rate,
+            "rho": self._hyper(self.decay, rate),
+            "momentum": self._hyper(self.momentum, rate),
+            "epsilon": self._hyper(self.epsilon, rate),
+            "use_locking": self.use_locking,
+        }
+
+    def _apply_dense(self, var, slots, rate, grad):
+        if self.centered:
+            ms, mg, mom = slots
+            tf.raw_ops.ResourceApplyCenteredRMSProp(
+                var=var, mg=mg, ms=ms, mom=mom, grad=grad, **self._hypers(rate)
+            )
+            return
+        ms, mom = slots
+        tf.raw_ops.ResourceApplyRMSProp(
+            var=var, ms=ms, mom=mom, grad=grad, **self._hypers(rate)
+        )
+
+    def _apply_sparse(self, var, slots, rate, values, indices):
+        sparse = {"grad": values, "indices": indices, **self._hypers(rate)}
+        if self.centered:
+            ms, mg, mom = slots
+            tf.raw_ops.ResourceSparseApplyCenteredRMSProp(
+                var=var, mg=mg, ms=ms, mom=mom, **sparse
+            )
+            return
+        ms, mom = slots
+        tf.raw_ops.ResourceSparseApplyRMSProp(var=var, ms=ms, mom=mom, **sparse)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            decay=self.decay,
+            momentum=self.momentum,
+            epsilon=self.epsilon,
+            centered=self.centered,
+        )
+        return config
+
+
+@_register
+class Adam(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.AdamOptimizer`, in Keras 3.
+
+    `ResourceApplyAdam`, with `beta1_power` and `beta2_power` the betas to
+    the power of the step being taken (`iterations + 1`), the values TF1's
+    two accumulators hold at that step. Slots: `m`, `v`, zeros.
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable. Defaults to `0.001`.
+        beta1: The decay of the first moment, in [0, 1).
+            Defaults to `0.9`.
+        beta2: The decay of the second moment, in [0, 1).
+            Defaults to `0.999`.
+        epsilon: A number >= 0 added to the root of the second moment.
+            Defaults to `1e-8`.
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"Adam"`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate` or `epsilon`, a beta
+            outside [0, 1), or a bad Keras argument.
+
+    Example:
+    ```python
+    optimizer = keras_slim.optimizers.Adam(0.001, beta1=0.8, epsilon=1.0)
+    ```
+    """
+
+    SLOTS = ("m", "v")
+    # TF1's sparse Adam decays every row of m and v: the dense update.
+    SPARSE = False
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-8,
+        use_locking=False,
+        name="Adam",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+        self.beta1 = _tf1_optimizer.below_one("beta1", beta1)
+        self.beta2 = _tf1_optimizer.below_one("beta2", beta2)
+        self.epsilon = _tf1_optimizer.non_negative("epsilon", epsilon)
+
+    def _apply_dense(self, var, slots, rate, grad):
+        m, v = slots
+        step = tf.cast(self.iterations + 1, rate.dtype)
+        beta1 = self._hyper(self.beta1, rate)
+        beta2 = self._hyper(self.beta2, rate)
+        tf.raw_ops.ResourceApplyAdam(
+            var=var,
+            m=m,
+            v=v,
+            beta1_power=tf.pow(beta1, step),
+            beta2_power=tf.pow(beta2, step),
+            lr=rate,
+            beta1=beta1,
+            beta2=beta2,
+            epsilon=self._hyper(self.epsilon, rate),
+            grad=grad,
+            use_locking=self.use_locking,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon)
+        return config
+
+
+@_register
+class Adagrad(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.AdagradOptimizer`, in Keras 3.
+
+    `accum += grad**2; var -= learning_rate * grad / sqrt(accum)` by
+    `ResourceApplyAdagrad`. Slot: `accumulator`, starting at
+    `initial_accumulator_value`.
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable.
+        initial_accumulator_value: A positive number.
+            Defaults to `0.1`.
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"Adagrad"`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate`, an
+            `initial_accumulator_value` that is not positive, or a bad
+            Keras argument.
+
+    Example:
+    ```python
+    optimizer = keras_slim.optimizers.Adagrad(
+        0.1, initial_accumulator_value=0.1
+    )
+    ```
+    """
+
+    SLOTS = ("accumulator",)
+
+    def __init__(
+        self,
+        learning_rate,
+        initial_accumulator_value=0.1,
+        use_locking=False,
+        name="Adagrad",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+        value = _tf1_optimizer.non_negative(
+            "initial_accumulator_value", initial_accumulator_value
+        )
+        if value == 0:
+            raise _validation.invalid(
+                "initial_accumulator_value", value, "a positive number"
+            )
+        self.initial_accumulator_value = value
+
+    def _slot_initial_value(self, slot):
+        return self.initial_accumulator_value
+
+    def _apply_dense(self, var, slots, rate, grad):
+        (accum,) = slots
+        tf.raw_ops.ResourceApplyAdagrad(
+            var=var,
+            accum=accum,
+            lr=rate,
+            grad=grad,
+            use_locking=self.use_locking,
+        )
+
+    def _apply_sparse(self, var, slots, rate, values, indices):
+        (accum,) = slots
+        tf.raw_ops.ResourceSparseApplyAdagrad(
+            var=var,
+            accum=accum,
+            lr=rate,
+            grad=values,
+            indices=indices,
+            use_locking=self.use_locking,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config["initial_accumulator_value"] = self.initial_accumulator_value
+        return config
+
+
+@_register
+class Adadelta(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.AdadeltaOptimizer`, in Keras 3.
+
+    `ResourceApplyAdadelta`. Slots: `accum`, `accum_update`, zeros.
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable. Defaults to `0.001`.
+        rho: The decay rate, in [0, 1]. Defaults to `0.95`.
+        epsilon: A number >= 0. Defaults to `1e-8`.
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"Adadelta"`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate` or `epsilon`, a `rho`
+            outside [0, 1], or a bad Keras argument.
+
+    Example:
+    ```python
+    optimizer = keras_slim.optimizers.Adadelta(0.01, rho=0.95, epsilon=1.0)
+    ```
+    """
+
+    SLOTS = ("accum", "accum_update")
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        rho=0.95,
+        epsilon=1e-8,
+        use_locking=False,
+        name="Adadelta",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+        self.rho = _tf1_optimizer.fraction("rho", rho)
+        self.epsilon = _tf1_optimizer.non_negative("epsilon", epsilon)
+
+    def _hypers(self, rate):
+        return {
+            "lr": rate,
+            "rho": self._hyper(self.rho, rate),
+            "epsilon": self._hyper(self.epsilon, rate),
+            "use_locking": self.use_locking,
+        }
+
+    def _apply_dense(self, var, slots, rate, grad):
+        accum, update = slots
+        tf.raw_ops.ResourceApplyAdadelta(
+            var=var,
+            accum=accum,
+            accum_update=update,
+            grad=grad,
+            **self._hypers(rate),
+        )
+
+    def _apply_sparse(self, var, slots, rate, values, indices):
+        accum, update = slots
+        tf.raw_ops.ResourceSparseApplyAdadelta(
+            var=var,
+            accum=accum,
+            accum_update=update,
+            grad=values,
+            indices=indices,
+            **self._hypers(rate),
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(rho=self.rho, epsilon=self.epsilon)
+        return config
+
+
+@_register
+class Ftrl(TF1Optimizer):
+    """TF1's `tf.compat.v1.train.FtrlOptimizer`, in Keras 3.
+
+    `ResourceApplyFtrl` (`ResourceApplyFtrlV2` with an L2 shrinkage), the
+    L2 strength adjusted by `beta / (2 * learning_rate)` as TF1. Slots:
+    `accum`, starting at `initial_accumulator_value`, and `linear`, zeros.
+    TF1's `accum_name` and `linear_name`, which only named its slot
+    variables, are not taken.
+
+    Args:
+        learning_rate: A float >= 0, a Keras `LearningRateSchedule` or a
+            callable.
+        learning_rate_power: A number <= 0. Defaults to `-0.5`.
+        initial_accumulator_value: A number >= 0. Defaults to `0.1`.
+        l1_regularization_strength: A number >= 0. Defaults to `0.0`.
+        l2_regularization_strength: A number >= 0. Defaults to `0.0`.
+        use_locking: Boolean: the kernel's `use_locking`.
+            Defaults to `False`.
+        name: The optimizer's name. Defaults to `"Ftrl"`.
+        l2_shrinkage_regularization_strength: A number >= 0.
+            Defaults to `0.0`.
+        beta: A number >= 0, or `None` for 0. Defaults to `None`.
+        **kwargs: Keras's optimizer arguments (`use_ema`, `clipnorm`,
+            ...).
+
+    Raises:
+        ValueError: for a negative `learning_rate`, a positive
+            `learning_rate_power`, a negative accumulator value, strength
+            or `beta`, or a bad Keras argument.
+
+    Example:
+    ```python
+    optimizer = keras_slim.optimizers.Ftrl(
+        0.1, l1_regularization_strength=0.01
+    )
+    ```
+    """
+
+    SLOTS = ("accum", "linear")
+
+    def __init__(
+        self,
+        learning_rate,
+        learning_rate_power=-0.5,
+        initial_accumulator_value=0.1,
+        l1_regularization_strength=0.0,
+        l2_regularization_strength=0.0,
+        use_locking=False,
+        name="Ftrl",
+        *,
+        l2_shrinkage_regularization_strength=0.0,
+        beta=None,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate, use_locking=use_locking, name=name, **kwargs
+        )
+        check = _tf1_optimizer.non_negative
+        self.learning_rate_power = _tf1_optimizer.number(
+            "learning_rate_power",
+            learning_rate_power,
+            None,
+            0.0,
+            "a number <= 0",
+        )
+        self.initial_accumulator_value = check(
+            "initial_accumulator_value", initial_accumulator_value
+        )
+        self.l1_regularization_strength = check(
+            "l1_regularization_strength", l1_regularization_strength
+        )
+        self.l2_regularization_strength = check(
+            "l2_regularization_strength", l2_regularization_strength
+        )
+        self.l2_shrinkage_regularization_strength = check(
+            "l2_shrinkage_regularization_strength",
+            l2_shrinkage_regularization_strength,
+        )
+        self.beta = None if beta is None else check("beta", beta)
+
+    def _slot_initial_value(self, slot):
+        return self.initial_accumulator_value if slot == "accum" else 0.0
+
+    def _hypers(self, rate):
+        l2 = self._hyper(self.l2_regularization_strength, rate)
+        if self.beta:
+            beta = self._hyper(self.beta, rate)
+            l2 += beta / (2.0 * tf.maximum(rate, 1e-36))
+        hypers = {
+            "lr": rate,
+            "l1": self._hyper(self.l1_regularization_strength, rate),
+            "l2": l2,
+            "lr_power": self._hyper(self.learning_rate_power, rate),
+            "use_locking": self.use_locking,
+        }
+        if self.l2_shrinkage_regularization_strength > 0:
+            hypers["l2_shrinkage"] = self._hyper(
+                self.l2_shrinkage_regularization_strength, rate
+            )
+        return hypers
+
+    def _apply_dense(self, var, slots, rate, grad):
+        accum, linear = slots
+        hypers = self._hypers(rate)
+        kernel = tf.raw_ops.ResourceApplyFtrl
+        if "l2_shrinkage" in hypers:
+            kernel = tf.raw_ops.ResourceApplyFtrlV2
+        kernel(var=var, accum=accum, linear=linear, grad=grad, **hypers)
+
+    def _apply_sparse(self, var, slots, rate, values, indices):
+        accum, linear = slots
+        hypers = self._hypers(rate)
+        kernel = tf.raw_ops.ResourceSparseApplyFtrl
+        if "l2_shrinkage" in hypers:
+            kernel = tf.raw_ops.ResourceSparseApplyFtrlV2
+        kernel(
+            var=var,
+            accum=accum,
+            linear=linear,
+            grad=values,
+            indices=indices,
+            **hypers,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            learning_rate_power=self.learning_rate_power,
+            initial_accumulator_value=self.initial_accumulator_value,
+            l1_regularization_strength=self.l1_regularization_strength,
+            l2_regularization_strength=self.l2_regularization_strength,
+            l2_shrinkage_regularization_strength=(
+                self.l2_shrinkage_regularization_strength
+            ),
+            beta=self.beta,
+        )
+        return config
