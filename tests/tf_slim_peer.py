@@ -2,8 +2,10 @@
 
 tf_slim 1.1.0 needs `tensorflow.python.framework.ops.Tensor` and
 `.IndexedSlices`, which TF 2.21 no longer has: the child process restores
-them from `tf.Tensor` / `tf.IndexedSlices` before importing tf_slim. The
-child prints one JSON document, which `run` returns.
+them from `tf.Tensor` / `tf.IndexedSlices` before importing tf_slim. Its
+`batch_norm` (a TF1 Keras layer) also needs tf_keras's legacy layers where
+TensorFlow looks for them (`tf_keras.legacy_tf_layers`). The child prints
+one JSON document, which `run` returns.
 """
 
 import json
@@ -16,8 +18,13 @@ _PRELUDE = """
 import json, os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np
+import sys
 import tensorflow as tf
+import tf_keras.src.legacy_tf_layers as legacy
+import tf_keras.src.legacy_tf_layers.normalization
 from tensorflow.python.framework import ops
+sys.modules["tf_keras.legacy_tf_layers"] = legacy
+sys.modules["tf_keras.legacy_tf_layers.normalization"] = legacy.normalization
 ops.Tensor = tf.Tensor
 ops.IndexedSlices = tf.IndexedSlices
 tf1 = tf.compat.v1

@@ -16,8 +16,10 @@ rule for every net. Every layer is named, so the paths do not depend on
 what was built before in the process.
 
 Numerics, as TF-Slim's: `padding="same"` is TensorFlow's `SAME`; batch
-norm after a convolution that then has no bias, with TF-Slim's epsilon,
-decay and `scale` (inception's nets have no `gamma`); weight decay an L2
+norm after a convolution that then has no bias, on TensorFlow's fused
+kernel as TF-Slim's `batch_norm(fused=True)` (`FusedBatchNormalization`),
+with TF-Slim's epsilon, decay and `scale` (inception's nets have no
+`gamma`); weight decay an L2
 penalty of `weight_decay / 2 * sum(w ** 2)` (`tf.nn.l2_loss`) on weights,
 not on biases, nor on depthwise weights unless asked.
 """
@@ -26,6 +28,8 @@ import dataclasses
 import re
 
 import keras
+
+from keras_slim.image.nets._fused_batch_norm import FusedBatchNormalization
 
 #: TF-Slim's variable names of Keras's.
 _SLIM_VARIABLES = {
@@ -124,7 +128,7 @@ def batch_norm(net, *, scope, sc, activation=None):
         The output tensor.
     """
     params = sc.batch_norm or BatchNorm()
-    net = keras.layers.BatchNormalization(
+    net = FusedBatchNormalization(
         momentum=params.decay,
         epsilon=params.epsilon,
         center=params.center,

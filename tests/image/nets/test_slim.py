@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_slim.image.nets import _slim
+from keras_slim.image.nets._fused_batch_norm import FusedBatchNormalization
 
 
 @pytest.mark.parametrize(
@@ -51,12 +52,13 @@ def test_keras_scope(scope, pattern):
 
 def test_conv2d_is_tensorflows_same_convolution_then_batch_norm():
     """TF-Slim's conv2d: SAME padding as TensorFlow's (stride 2 on an
-    even size pads bottom-right), no bias before batch norm, TF-Slim's
-    epsilon, ReLU."""
+    even size pads bottom-right), no bias before batch norm (the fused
+    kernel's, as TF-Slim's), TF-Slim's epsilon, ReLU."""
     sc = _slim.ArgScope(batch_norm=_slim.BatchNorm(epsilon=0.001))
     images = keras.Input((8, 8, 3))
     net = _slim.conv2d(images, 4, [3, 3], stride=2, scope="a/b", sc=sc)
     model = keras.Model(images, net)
+    assert type(model.get_layer("a.b.BatchNorm")) is FusedBatchNormalization
     assert [v.path for v in model.weights] == [
         "a.b/kernel",
         "a.b.BatchNorm/beta",
