@@ -52,7 +52,7 @@ docs: $(STAMP)
 # worksteal: an idle worker takes queued tests from a busy one, so the
 # long subprocess tests do not leave one core idle at the end.
 test: lint docs
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 bench: $(STAMP)
 	$(BIN)/python bench/policy_overhead.py
