@@ -241,10 +241,13 @@ def _forced_inception_draws(image, seed, method, ordering):
     )
 
 
-def _train_pairs():
+def _seeded_train_pairs():
+    """Each family on each test image, two seeds each."""
     pairs = {}
     for i, (shape_name, shape) in enumerate(SHAPES.items()):
         image = _image(shape, seed=10 + i)
+        cifarnet_size = (16, 16) if shape_name == "small" else (24, 24)
+        vgg_sides = {"resize_side_min": 20, "resize_side_max": 40}
         for seed in ([i, 0], [i, 1]):
             case = f"{shape_name}-{seed[1]}"
             pairs.update(
@@ -253,32 +256,35 @@ def _train_pairs():
                         f"inception-{case}", "inception", image, (24, 24), seed
                     ),
                     _train_case(
-                        f"vgg-{case}",
-                        "vgg",
-                        image,
-                        (16, 16),
-                        seed,
-                        {"resize_side_min": 20, "resize_side_max": 40},
+                        f"vgg-{case}", "vgg", image, (16, 16), seed, vgg_sides
                     ),
                     _train_case(
                         f"cifarnet-{case}",
                         "cifarnet",
                         image,
-                        (16, 16) if shape_name == "small" else (24, 24),
+                        cifarnet_size,
                         seed,
                     ),
                 ]
             )
+    return pairs
+
+
+def _forced_train_pairs():
+    """Inception without `fast_mode`: each resize method with each color
+    ordering, the other draws seeded."""
     image = _image(SHAPES["landscape"], seed=20)
+    pairs = {}
     for method in range(4):
         for ordering in range(4):
             draws = _forced_inception_draws(
                 image, [method, ordering], method, ordering
             )
+            case = f"inception-full-method{method}-ordering{ordering}"
             pairs.update(
                 [
                     _train_case(
-                        f"inception-full-method{method}-ordering{ordering}",
+                        case,
                         "inception",
                         image,
                         (20, 28),
@@ -288,48 +294,45 @@ def _train_pairs():
                     )
                 ]
             )
-    large = _image(SHAPES["large"], seed=21)
-    bbox = tf.constant([[[0.1, 0.2, 0.6, 0.9], [0.5, 0.0, 1.0, 0.4]]])
-    pairs.update(
-        [
-            _train_case(
-                "inception-full-seeded",
-                "inception",
-                image,
-                (24, 24),
-                [5, 5],
-                {"fast_mode": False},
-            ),
-            _train_case(
-                "inception-bbox",
-                "inception",
-                large,
-                (24, 24),
-                [6, 6],
-                {"bbox": bbox},
-            ),
-            _train_case(
-                "inception-grayscale",
-                "inception",
-                image,
-                (24, 24),
-                [7, 7],
-                {"use_grayscale": True},
-            ),
-            _train_case("vgg-defaults", "vgg", large, (224, 224), [8, 8]),
-            _train_case(
-                "cifarnet-grayscale",
-                "cifarnet",
-                image,
-                (24, 24),
-                [9, 9],
-                {"use_grayscale": True},
-            ),
-            _train_case(
-                "cifarnet-not-square", "cifarnet", image, (20, 28), [10, 10]
-            ),
-        ]
-    )
+    return pairs
+
+
+# (id, family, image, output size, seed); their kwargs in TRAIN_KWARGS.
+TRAIN_CASES = [
+    ("inception-full-seeded", "inception", "landscape", (24, 24), [5, 5]),
+    ("inception-bbox", "inception", "large", (24, 24), [6, 6]),
+    ("inception-grayscale", "inception", "landscape", (24, 24), [7, 7]),
+    ("vgg-defaults", "vgg", "large", (224, 224), [8, 8]),
+    ("cifarnet-grayscale", "cifarnet", "landscape", (24, 24), [9, 9]),
+    ("cifarnet-not-square", "cifarnet", "landscape", (20, 28), [10, 10]),
+]
+TRAIN_KWARGS = {
+    "inception-full-seeded": {"fast_mode": False},
+    "inception-bbox": {
+        "bbox": np.array(
+            [[[0.1, 0.2, 0.6, 0.9], [0.5, 0.0, 1.0, 0.4]]], np.float32
+        )
+    },
+    "inception-grayscale": {"use_grayscale": True},
+    "cifarnet-grayscale": {"use_grayscale": True},
+}
+
+
+def _train_pairs():
+    pairs = {**_seeded_train_pairs(), **_forced_train_pairs()}
+    for case_id, family, image, size, seed in TRAIN_CASES:
+        pairs.update(
+            [
+                _train_case(
+                    case_id,
+                    family,
+                    _image(SHAPES[image], seed=21),
+                    size,
+                    seed,
+                    dict(TRAIN_KWARGS.get(case_id, {})),
+                )
+            ]
+        )
     return pairs
 
 
@@ -375,15 +378,21 @@ def test_training_is_tf_slims_given_the_same_draws(compared):
     assert {k: v for k, v in worst.items() if v > TOLERANCE} == {}
 
 
-def test_the_training_cases_flip_and_not(compared):
-    # The seeds above draw both: the reference's flip branch is exercised.
-    flips = set()
-    for seed in ([0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1]):
-        draws = inception_preprocessing.train_draws(
-            tf.constant(seed), tf.constant([37, 53, 3])
-        )
-        flips.add(bool(draws.flip))
-    assert flips == {True, False}
+def test_the_training_cases_draw_both_flips():
+    """The seeds of the training cases above flip and do not: both of the
+    reference's branches are compared."""
+    shape = tf.constant([300, 260, 3])
+    draw = {
+        "inception": lambda s: inception_preprocessing.train_draws(s, shape),
+        "vgg": lambda s: vgg_preprocessing.train_draws(s, shape, 16, 16),
+        "cifarnet": lambda s: cifarnet_preprocessing.train_draws(
+            s, shape, 24, 24
+        ),
+    }
+    seeds = [[i, j] for i in range(len(SHAPES)) for j in (0, 1)]
+    for family, draws in draw.items():
+        flips = {bool(draws(tf.constant(seed)).flip) for seed in seeds}
+        assert flips == {True, False}, family
 
 
 # --- the draws: TF1's distributions, deterministic per seed ------------------

@@ -273,7 +273,7 @@ def box_draws(
     """
     return tf.image.stateless_sample_distorted_bounding_box(
         shape,
-        bounding_boxes=bbox,
+        bounding_boxes=tf.cast(bbox, tf.float32),
         seed=seed,
         min_object_covered=min_object_covered,
         aspect_ratio_range=aspect_ratio_range,
