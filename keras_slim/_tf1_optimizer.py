@@ -98,8 +98,10 @@ class TF1Optimizer(keras.optimizers.Optimizer):
     Subclasses set `SLOTS` (TF1's slot names, in TF1's order) and
     `_slot_initial_value`, and implement `_apply_dense` and, unless
     `SPARSE` is `False` (a `tf.IndexedSlices` gradient then made dense),
-    `_apply_sparse`. TF1's `get_slot(var, name)` and `get_slot_names()`
-    read the slots.
+    `_apply_sparse`. `slot(var, name)` and `slot_names()` read the slots
+    (not TF1's `get_slot` and `get_slot_names`: TensorFlow's checkpoints
+    would take an object with those for a TF1 optimizer and save its slots
+    twice).
 
     Args:
         learning_rate: A float >= 0, a Keras
@@ -129,9 +131,9 @@ class TF1Optimizer(keras.optimizers.Optimizer):
         )
         self.use_locking = _validation.boolean("use_locking", use_locking)
 
-    def get_slot_names(self):
-        """The names of the slots this optimizer keeps per variable, as
-        TF1's `Optimizer.get_slot_names` (`["rms", "momentum"]`)."""
+    def slot_names(self):
+        """The names of the slots this optimizer keeps per variable, TF1's
+        (`["rms", "momentum"]`), as TF1's `Optimizer.get_slot_names`."""
         return list(self.SLOTS)
 
     def _slot_initial_value(self, slot):
@@ -149,7 +151,7 @@ class TF1Optimizer(keras.optimizers.Optimizer):
             return
         super().build(variables)
         self._slots = {}
-        for slot in self.get_slot_names():
+        for slot in self.slot_names():
             initial = self._slot_initial_value(slot)
             self._slots[slot] = self.add_optimizer_variables(
                 variables,
@@ -157,14 +159,14 @@ class TF1Optimizer(keras.optimizers.Optimizer):
                 initializer=keras.initializers.Constant(initial),
             )
 
-    def get_slot(self, var, name):
+    def slot(self, var, name):
         """The Keras variable holding slot `name` of `var`, as TF1's
         `Optimizer.get_slot(var, name)`.
 
         Args:
             var: A variable the optimizer was built on, or its component
                 on one device (what `update_step` receives).
-            name: One of `get_slot_names()`.
+            name: One of `slot_names()`.
 
         Returns:
             A `keras.Variable`.
@@ -182,8 +184,7 @@ class TF1Optimizer(keras.optimizers.Optimizer):
         dtype = variable.dtype
         rate = tf.cast(learning_rate, dtype)
         slots = [
-            handle(self.get_slot(variable, name))
-            for name in self.get_slot_names()
+            handle(self.slot(variable, name)) for name in self.slot_names()
         ]
         if isinstance(gradient, tf.IndexedSlices) and not self.SPARSE:
             gradient = tf.math.unsorted_segment_sum(

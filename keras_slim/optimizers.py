@@ -31,10 +31,11 @@ The rest is Keras's: `apply`, the cross-replica sum, clipping,
 `use_ema`, `iterations`, `get_config`, and the checkpoint layout: the
 slots are the optimizer's Keras variables, saved by their position in its
 `variables` list as Keras's own optimizers' are, and named with TF1's slot
-names (`<variable path>_<slot>`: `dense_kernel_rms`), which TF1's
-`get_slot(var, name)` and `get_slot_names()` read. Each runs under
-`SlimModel` and every strategy keras_slim deploys (`MirroredStrategy`,
-`MultiWorkerMirroredStrategy`, `ParameterServerStrategy`).
+names (`<variable path>_<slot>`: `dense_kernel_rms`), which
+`slot(var, name)` and `slot_names()` read (TF1's `get_slot` and
+`get_slot_names`). Each runs under `SlimModel` and every strategy
+keras_slim deploys (`MirroredStrategy`, `MultiWorkerMirroredStrategy`,
+`ParameterServerStrategy`).
 """
 
 import keras
@@ -248,7 +249,7 @@ class RMSProp(TF1Optimizer):
         self.epsilon = _tf1_optimizer.non_negative("epsilon", epsilon)
         self.centered = _validation.boolean("centered", centered)
 
-    def get_slot_names(self):
+    def slot_names(self):
         return (
             ["rms", "mg", "momentum"] if self.centered else ["rms", "momentum"]
         )

@@ -177,9 +177,9 @@ def test_slots_have_tf1s_names_and_initial_values(optimizer, slots):
         if v.name.startswith("kernel_")
     }
     assert found == {k: np.float32(v) for k, v in slots.items()}
-    assert optimizer.get_slot_names() == list(slots)
+    assert optimizer.slot_names() == list(slots)
     for name in slots:
-        assert optimizer.get_slot(kernel, name).shape == (2, 3)
+        assert optimizer.slot(kernel, name).shape == (2, 3)
 
 
 def fitted(name, strategy):
@@ -234,6 +234,12 @@ def test_a_restored_checkpoint_continues_identically(tmp_path, key):
     problem.train(optimizer, variables, False, 30)
     saved = tf.train.Checkpoint(optimizer=optimizer, variables=variables)
     path = saved.save(str(tmp_path / "ckpt"))
+    # Keras's layout: the slots once, as the optimizer's variables (not
+    # also as TF1-style slot references, .OPTIMIZER_SLOT).
+    names = [name for name, _ in tf.train.list_variables(path)]
+    slots = [n for n in names if n.startswith("optimizer/_variables/")]
+    assert len(slots) == len(optimizer.variables) - 2  # iterations, rate
+    assert not [n for n in names if "OPTIMIZER_SLOT" in n]
 
     variables = problem.keras_variables(False)
     optimizer = build(spec)
