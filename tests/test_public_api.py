@@ -9,6 +9,7 @@ from keras_slim import callbacks
 from keras_slim import checkpoints
 from keras_slim import cluster
 from keras_slim import gradients
+from keras_slim import optimizers
 from keras_slim import testing
 from keras_slim import training_state
 
@@ -57,6 +58,19 @@ def test_every_checkpoint_function_is_in_the_api_docs(module):
     assert not missing, f"not in docs/api: {module.__name__}: {missing}"
 
 
+def test_every_optimizer_is_in_the_api_docs():
+    from keras_slim.image import optimization
+
+    names = documented()
+    missing = [
+        name
+        for name in optimizers.__all__
+        if f"keras_slim.optimizers.{name}" not in names
+    ]
+    missing += [name for name in optimization.__all__ if name not in names]
+    assert not missing, f"not in docs/api/optimizers.md: {missing}"
+
+
 def test_cluster_and_testing_are_in_the_api_docs():
     names = documented()
     for module in (cluster, testing):
@@ -75,6 +89,7 @@ def test_all_names_exist():
         checkpoints,
         cluster,
         gradients,
+        optimizers,
         testing,
         training_state,
     ):

@@ -10,8 +10,8 @@ converters below take the flag's text and raise `ValueError` saying what
 is wrong; absl names the flag and the value.
 """
 
-from keras_slim.image import _optimization
 from keras_slim.image import nets
+from keras_slim.image import optimization
 from keras_slim.image import preprocessing
 from keras_slim.image._flag_types import finite_float
 from keras_slim.image._flag_types import fraction
@@ -172,15 +172,16 @@ def add_services_flags(add):
     )
 
 
-# Optimizer flags that must lie in [0, 1].
-_FRACTIONS = (
-    "adadelta_rho",
-    "adam_beta1",
-    "adam_beta2",
-    "momentum",
-    "rmsprop_momentum",
-    "rmsprop_decay",
-)
+# What each optimizer flag takes, as its optimizer checks it; the others
+# (decays, momenta, betas) lie in [0, 1).
+_OPTIMIZER_FLAG_TYPES = {
+    "opt_epsilon": positive_float,
+    "adagrad_initial_accumulator_value": positive_float,
+    "ftrl_learning_rate_power": finite_float,
+    "ftrl_initial_accumulator_value": non_negative_float,
+    "ftrl_l1": non_negative_float,
+    "ftrl_l2": non_negative_float,
+}
 
 
 def add_optimization_flags(add):
@@ -193,7 +194,7 @@ def add_optimization_flags(add):
         "optimizer",
         "rmsprop",
         "The name of the optimizer.",
-        choices=_optimization.OPTIMIZERS,
+        choices=optimization.OPTIMIZERS,
     )
     add(
         "learning_rate",
@@ -205,7 +206,7 @@ def add_optimization_flags(add):
         "learning_rate_decay_type",
         "exponential",
         "Specifies how the learning rate is decayed.",
-        choices=_optimization.DECAY_TYPES,
+        choices=optimization.DECAY_TYPES,
     )
     add(
         "num_epochs_per_decay",
@@ -226,11 +227,10 @@ def add_optimization_flags(add):
         "learning rate.",
         parse=non_negative_float,
     )
-    for name, (default, text) in _optimization.OPTIMIZER_FLAGS.items():
-        kind = fraction if name in _FRACTIONS else finite_float
-        if name in ("opt_epsilon",):
-            kind = positive_float
-        add(name, default, text, parse=kind)
+    for name, (default, text) in optimization.OPTIMIZER_FLAGS.items():
+        add(
+            name, default, text, parse=_OPTIMIZER_FLAG_TYPES.get(name, fraction)
+        )
     add(
         "label_smoothing",
         0.0,

@@ -40,11 +40,11 @@ from keras_slim.errors import PREEMPTED_EXIT_CODE
 from keras_slim.image import _console
 from keras_slim.image import _flag_parser
 from keras_slim.image import _flags
-from keras_slim.image import _optimization
 from keras_slim.image import _task
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier
 from keras_slim.image import nets
+from keras_slim.image import optimization
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -181,27 +181,31 @@ def _build(flags, task):
         weight_decay=flags.weight_decay,
         gradient_policy=_policy(flags),
     )
-    num_samples = task.num_samples
-    rate = _optimization.learning_rate(
-        flags.learning_rate_decay_type,
-        flags.learning_rate,
-        num_samples_per_epoch=num_samples,
-        batch_size=flags.batch_size,
+    # TF-Slim's --sync_replicas: each step aggregates the batches of
+    # --replicas_to_aggregate workers (parameter servers with
+    # --sync_replicas; multi-worker replicas always).
+    sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
+    multi_worker = not flags.num_ps_tasks and flags.worker_replicas > 1
+    rate = optimization.configure_learning_rate(
+        task.num_samples,
+        None,
+        learning_rate=flags.learning_rate,
+        learning_rate_decay_type=flags.learning_rate_decay_type,
         num_epochs_per_decay=flags.num_epochs_per_decay,
-        decay_factor=flags.learning_rate_decay_factor,
+        learning_rate_decay_factor=flags.learning_rate_decay_factor,
         end_learning_rate=flags.end_learning_rate,
+        batch_size=flags.batch_size,
+        sync_replicas=sync_ps or multi_worker,
         replicas_to_aggregate=flags.replicas_to_aggregate,
     )
     loss = keras.losses.CategoricalCrossentropy(
         from_logits=True, label_smoothing=flags.label_smoothing
     )
-    optimizer = _optimization.optimizer(
-        flags.optimizer,
+    optimizer = optimization.configure_optimizer(
         rate,
+        optimizer=flags.optimizer,
         moving_average_decay=flags.moving_average_decay,
-        **{
-            name: getattr(flags, name) for name in _optimization.OPTIMIZER_FLAGS
-        },
+        **{name: getattr(flags, name) for name in optimization.OPTIMIZER_FLAGS},
     )
     if len(model.outputs) == 2:
         # TF-Slim's AuxLogits: their loss weighs 0.4 of the logits'.

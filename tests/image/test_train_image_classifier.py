@@ -12,7 +12,6 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import checkpoints
-from keras_slim.image import _optimization
 from keras_slim.image import _task
 from keras_slim.image import train_image_classifier as cli
 from keras_slim.image.datasets import digits
@@ -341,141 +340,78 @@ def test_console_script_is_installed():
     assert "--checkpoint_exclude_scopes" in result.stdout
 
 
+def _built_optimizer(monkeypatch, tmp_path, *args):
+    """The optimizer `_build` compiles from the command's flags, on a task
+    of 1000 examples."""
+
+    def tiny(name, num_classes, **kwargs):
+        images = keras.Input((4, 4, 3))
+        logits = keras.layers.Dense(num_classes)(keras.layers.Flatten()(images))
+        return keras_slim.SlimModel(images, logits)
+
+    monkeypatch.setattr(cli.nets, "build", tiny)
+    p = cli.parser()
+    flags = p.parse_args(["--train_dir", str(tmp_path), "--task", "0", *args])
+    cli._check(p, flags)
+    task = _task.Task("inception_v3", 4, "inception", 3, 1000, None, 3)
+    return cli._build(flags, task).optimizer
+
+
 @pytest.mark.parametrize(
-    "name, cls, attrs",
+    "args, cls, attrs",
     [
-        ("adadelta", keras.optimizers.Adadelta, {"rho": 0.95, "epsilon": 1.0}),
+        ([], keras_slim.optimizers.RMSProp, {"decay": 0.9, "epsilon": 1.0}),
         (
-            "adagrad",
-            keras.optimizers.Adagrad,
-            {"initial_accumulator_value": 0.1},
+            ["--optimizer=adam", "--adam_beta1=0.8", "--opt_epsilon=0.5"],
+            keras_slim.optimizers.Adam,
+            {"beta1": 0.8, "beta2": 0.999, "epsilon": 0.5},
         ),
         (
-            "adam",
-            keras.optimizers.Adam,
-            {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1.0},
+            ["--optimizer=momentum", "--momentum=0.5"],
+            keras_slim.optimizers.Momentum,
+            {"momentum": 0.5},
         ),
-        (
-            "ftrl",
-            keras.optimizers.Ftrl,
-            {
-                "learning_rate_power": -0.5,
-                "initial_accumulator_value": 0.1,
-                "l1_regularization_strength": 0.0,
-                "l2_regularization_strength": 0.0,
-            },
-        ),
-        ("momentum", keras.optimizers.SGD, {"momentum": 0.9}),
-        ("rmsprop", keras.optimizers.RMSprop, {"rho": 0.9, "momentum": 0.9}),
-        ("sgd", keras.optimizers.SGD, {"momentum": 0.0}),
     ],
 )
-def test_optimizers_with_slims_defaults(name, cls, attrs):
-    optimizer = _optimization.optimizer(name, 0.1)
+def test_the_optimizer_is_tf_slims_from_the_flags(
+    monkeypatch, tmp_path, args, cls, attrs
+):
+    optimizer = _built_optimizer(monkeypatch, tmp_path, *args)
     assert type(optimizer) is cls
-    for attr, value in attrs.items():
-        assert getattr(optimizer, attr) == pytest.approx(value), attr
+    assert {k: getattr(optimizer, k) for k in attrs} == attrs
+    assert not optimizer.use_ema
 
 
 @pytest.mark.parametrize(
-    "flags, cls, attrs",
+    "args, decay_steps",
     [
+        # int(1000 * 2.0 / 32) = 62, TF-Slim's on one worker.
+        ([], 62),
+        # Multi-worker replicas are synchronous: 62 / 4, as TF-Slim's
+        # --sync_replicas divides it.
+        (["--worker_replicas=4"], 15.5),
         (
-            ["--optimizer", "adadelta", "--adadelta_rho", "0.5"],
-            keras.optimizers.Adadelta,
-            {"rho": 0.5},
+            ["--num_ps_tasks=1", "--sync_replicas", "--worker_replicas=4"]
+            + ["--replicas_to_aggregate=3"],
+            62 / 3,
         ),
-        (
-            ["--optimizer", "adagrad"]
-            + ["--adagrad_initial_accumulator_value", "0.3"],
-            keras.optimizers.Adagrad,
-            {"initial_accumulator_value": 0.3},
-        ),
-        (
-            ["--optimizer=adam", "--adam_beta1=0.8", "--adam_beta2=0.99"],
-            keras.optimizers.Adam,
-            {"beta_1": 0.8, "beta_2": 0.99},
-        ),
-        (
-            ["--optimizer", "ftrl", "--ftrl_learning_rate_power", "-0.25"]
-            + ["--ftrl_initial_accumulator_value", "0.2"]
-            + ["--ftrl_l1", "0.01", "--ftrl_l2", "0.02"],
-            keras.optimizers.Ftrl,
-            {
-                "learning_rate_power": -0.25,
-                "initial_accumulator_value": 0.2,
-                "l1_regularization_strength": 0.01,
-                "l2_regularization_strength": 0.02,
-            },
-        ),
-        # RMSProp takes --rmsprop_momentum, not --momentum, as in TF-Slim.
-        (
-            ["--optimizer", "rmsprop", "--rmsprop_momentum", "0.5"]
-            + ["--rmsprop_decay", "0.8", "--momentum", "0.1"],
-            keras.optimizers.RMSprop,
-            {"momentum": 0.5, "rho": 0.8},
-        ),
+        # Asynchronous parameter servers: each step is one batch.
+        (["--num_ps_tasks=1"], 62),
     ],
 )
-def test_tf_slims_optimizer_flags_reach_the_optimizer(flags, cls, attrs):
-    parsed = cli.parser().parse_args(["--train_dir", "/tmp/x", *flags])
-    optimizer = _optimization.optimizer(
-        parsed.optimizer,
-        0.1,
-        **{n: getattr(parsed, n) for n in _optimization.OPTIMIZER_FLAGS},
+def test_decay_steps_are_divided_on_synchronous_replicas(
+    monkeypatch, tmp_path, args, decay_steps
+):
+    optimizer = _built_optimizer(monkeypatch, tmp_path, *args)
+    schedule = optimizer.get_config()["learning_rate"]["config"]
+    assert schedule["decay_steps"] == decay_steps
+
+
+def test_moving_average_decay_is_keras_ema(monkeypatch, tmp_path):
+    optimizer = _built_optimizer(
+        monkeypatch, tmp_path, "--moving_average_decay=0.99"
     )
-    assert type(optimizer) is cls
-    for attr, value in attrs.items():
-        assert getattr(optimizer, attr) == pytest.approx(value), attr
-
-
-def test_an_unknown_optimizer_setting_is_named():
-    with pytest.raises(TypeError, match=r"\['adam_beta3'\]"):
-        _optimization.optimizer("adam", 0.1, adam_beta3=0.5)
-
-
-def test_moving_average_decay_is_keras_ema():
-    optimizer = _optimization.optimizer("sgd", 0.1, moving_average_decay=0.99)
     assert optimizer.use_ema and optimizer.ema_momentum == 0.99
-
-
-def test_learning_rate_decays_as_slim():
-    common = dict(
-        num_samples_per_epoch=1000,
-        batch_size=100,
-        num_epochs_per_decay=2.0,
-        decay_factor=0.5,
-        end_learning_rate=0.01,
-    )
-    # decay_steps = 1000 * 2 / 100 = 20.
-    exponential = _optimization.learning_rate("exponential", 0.1, **common)
-    assert float(exponential(19)) == pytest.approx(0.1)
-    assert float(exponential(20)) == pytest.approx(0.05)  # staircase
-    polynomial = _optimization.learning_rate("polynomial", 0.1, **common)
-    assert float(polynomial(10)) == pytest.approx(0.055)
-    assert float(polynomial(40)) == pytest.approx(0.01)
-    assert _optimization.learning_rate("fixed", 0.1, **common) == 0.1
-
-
-def test_decay_steps_per_replica_as_inception_computes_them():
-    # inception_distributed_train on ImageNet: 1281167 examples, batch 32,
-    # a decay every 2 epochs, 50 replicas aggregated per step:
-    # int(1281167 / 32 * 2.0 / 50) = int(1601.45875) = 1601.
-    imagenet = dict(
-        num_samples_per_epoch=1281167,
-        batch_size=32,
-        num_epochs_per_decay=2.0,
-        decay_factor=0.94,
-        end_learning_rate=0.0001,
-    )
-    schedule = _optimization.learning_rate(
-        "exponential", 0.045, replicas_to_aggregate=50, **imagenet
-    )
-    assert schedule.decay_steps == 1601
-    assert float(schedule(1600)) == pytest.approx(0.045)
-    assert float(schedule(1601)) == pytest.approx(0.045 * 0.94)
-    one = _optimization.learning_rate("exponential", 0.045, **imagenet)
-    assert one.decay_steps == 80072  # int(1281167 * 2.0 / 32), TF-Slim's
 
 
 def test_replicas_to_aggregate_defaults_to_the_workers(tmp_path):
@@ -705,7 +641,11 @@ def test_a_net_with_aux_logits_trains_both_heads_as_tf_slim(monkeypatch):
         return keras_slim.SlimModel(images, [logits, aux])
 
     monkeypatch.setattr(cli.nets, "build", two_heads)
-    flags = cli.parser().parse_args(["--optimizer", "sgd"])
+    # 8 examples: a fixed rate (decaying every int(8 * 2.0 / 32) = 0
+    # steps is an error).
+    flags = cli.parser().parse_args(
+        ["--optimizer", "sgd", "--learning_rate_decay_type", "fixed"]
+    )
     flags.replicas_to_aggregate = 1  # as _check sets it
     rng = np.random.default_rng(0)
     images = rng.normal(size=(8, 4, 4, 3)).astype("float32")

@@ -1,0 +1,325 @@
+"""train_image_classifier's optimizer and learning rate, from TF-Slim's flags.
+
+TF-Slim's research/slim/train_image_classifier.py builds its optimizer
+and learning rate in two helpers that read `FLAGS`:
+`_configure_optimizer(learning_rate)` and
+`_configure_learning_rate(num_samples_per_epoch, global_step)`. Here they
+take the same flags as keyword arguments, with TF-Slim's names and
+defaults, and build the same things in Keras 3: the optimizer is the
+`keras_slim.optimizers` class of the `tf.compat.v1.train` optimizer TF-Slim
+builds, with the same arguments (so each step equals TF1's), and the
+learning rate is the Keras schedule computing TF1's `exponential_decay` /
+`polynomial_decay` at the optimizer's `iterations`.
+
+Each `--optimizer`, the `keras_slim.optimizers` class it builds, and the
+flags it reads (TF-Slim gives its TF1 class the same arguments):
+
+- `adadelta`: `Adadelta(lr, rho=adadelta_rho, epsilon=opt_epsilon)`;
+- `adagrad`: `Adagrad(lr, initial_accumulator_value=
+  adagrad_initial_accumulator_value)`;
+- `adam`: `Adam(lr, beta1=adam_beta1, beta2=adam_beta2,
+  epsilon=opt_epsilon)`;
+- `ftrl`: `Ftrl(lr, learning_rate_power=ftrl_learning_rate_power,
+  initial_accumulator_value=ftrl_initial_accumulator_value,
+  l1_regularization_strength=ftrl_l1, l2_regularization_strength=ftrl_l2)`;
+- `momentum`: `Momentum(lr, momentum=momentum)`;
+- `rmsprop` (the default): `RMSProp(lr, decay=rmsprop_decay,
+  momentum=rmsprop_momentum, epsilon=opt_epsilon)`;
+- `sgd`: `GradientDescent(lr)`.
+"""
+
+import math
+import numbers
+
+import tensorflow as tf
+from keras.optimizers import schedules
+
+from keras_slim import _validation
+from keras_slim import optimizers
+
+__all__ = [
+    "DECAY_TYPES",
+    "LEARNING_RATE_FLAGS",
+    "OPTIMIZERS",
+    "OPTIMIZER_FLAGS",
+    "configure_learning_rate",
+    "configure_optimizer",
+]
+
+#: TF-Slim's `--optimizer` values.
+OPTIMIZERS = (
+    "adadelta",
+    "adagrad",
+    "adam",
+    "ftrl",
+    "momentum",
+    "rmsprop",
+    "sgd",
+)
+
+#: TF-Slim's `--learning_rate_decay_type` values.
+DECAY_TYPES = ("exponential", "fixed", "polynomial")
+
+#: TF-Slim's optimizer flags: name -> (default, help), as its
+#: train_image_classifier.py defines them.
+OPTIMIZER_FLAGS = {
+    "opt_epsilon": (1.0, "Epsilon term for the optimizer."),
+    "adadelta_rho": (0.95, "The decay rate for adadelta."),
+    "adagrad_initial_accumulator_value": (
+        0.1,
+        "Starting value for the AdaGrad accumulators.",
+    ),
+    "adam_beta1": (
+        0.9,
+        "The exponential decay rate for the 1st moment estimates.",
+    ),
+    "adam_beta2": (
+        0.999,
+        "The exponential decay rate for the 2nd moment estimates.",
+    ),
+    "ftrl_learning_rate_power": (-0.5, "The learning rate power."),
+    "ftrl_initial_accumulator_value": (
+        0.1,
+        "Starting value for the FTRL accumulators.",
+    ),
+    "ftrl_l1": (0.0, "The FTRL l1 regularization strength."),
+    "ftrl_l2": (0.0, "The FTRL l2 regularization strength."),
+    "momentum": (
+        0.9,
+        "The momentum for the MomentumOptimizer and RMSPropOptimizer.",
+    ),
+    "rmsprop_momentum": (0.9, "Momentum."),
+    "rmsprop_decay": (0.9, "Decay term for RMSProp."),
+}
+
+#: TF-Slim's flags `_configure_learning_rate` reads, with their defaults.
+LEARNING_RATE_FLAGS = {
+    "learning_rate": 0.01,
+    "learning_rate_decay_type": "exponential",
+    "num_epochs_per_decay": 2.0,
+    "learning_rate_decay_factor": 0.94,
+    "end_learning_rate": 0.0001,
+    "batch_size": 32,
+    "sync_replicas": False,
+    "replicas_to_aggregate": 1,
+}
+
+_OPTIMIZER_DEFAULTS = {
+    "optimizer": "rmsprop",
+    "moving_average_decay": None,
+    **{name: default for name, (default, _) in OPTIMIZER_FLAGS.items()},
+}
+
+
+def _with_defaults(given, defaults, function):
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"{function}() got unknown flags {unknown}. Expected TF-Slim's "
+            f"flag names: {sorted(defaults)}."
+        )
+    return {**defaults, **given}
+
+
+def _one_of(name, value, choices):
+    if value not in choices:
+        raise _validation.invalid(name, value, f"one of {choices}")
+    return value
+
+
+def configure_optimizer(learning_rate, **flags):
+    """The optimizer TF-Slim's `_configure_optimizer` builds, in Keras 3.
+
+    One of `keras_slim.optimizers`, with the arguments TF-Slim gives its
+    `tf.compat.v1.train` optimizer (see the module's table): `adam` is
+    `Adam(learning_rate, beta1=adam_beta1, beta2=adam_beta2,
+    epsilon=opt_epsilon)`, `rmsprop` is `RMSProp(learning_rate,
+    decay=rmsprop_decay, momentum=rmsprop_momentum, epsilon=opt_epsilon)`,
+    `momentum` is `Momentum(learning_rate, momentum=momentum)`.
+
+    Args:
+        learning_rate: A float, or a schedule (what
+            `configure_learning_rate(..., None)` returns).
+        **flags: TF-Slim's flags by name, each defaulting to TF-Slim's
+            default: `optimizer` (one of `OPTIMIZERS`, default
+            `"rmsprop"`), the optimizer flags of `OPTIMIZER_FLAGS`
+            (`opt_epsilon`, `adam_beta1`, `rmsprop_decay`, ...), and
+            `moving_average_decay` (a float keeps a moving average of the
+            weights: Keras's `use_ema` with that `ema_momentum`; default
+            `None`).
+
+    Returns:
+        A `keras_slim.optimizers` optimizer.
+
+    Raises:
+        TypeError: for a flag name TF-Slim's helper does not read.
+        ValueError: for an `optimizer` not in `OPTIMIZERS`, or a flag
+            value the optimizer refuses (a negative rate, a decay outside
+            [0, 1], ...).
+
+    Example:
+    ```python
+    from keras_slim.image import optimization
+
+    rate = optimization.configure_learning_rate(1281167, None)
+    optimizer = optimization.configure_optimizer(rate, optimizer="adam")
+    ```
+    """
+    f = _with_defaults(flags, _OPTIMIZER_DEFAULTS, "configure_optimizer")
+    build = _BUILDERS[_one_of("optimizer", f["optimizer"], OPTIMIZERS)]
+    ema = {}
+    if f["moving_average_decay"] is not None:
+        ema = {"use_ema": True, "ema_momentum": f["moving_average_decay"]}
+    return build(learning_rate, f, ema)
+
+
+_BUILDERS = {
+    "adadelta": lambda rate, f, ema: optimizers.Adadelta(
+        rate, rho=f["adadelta_rho"], epsilon=f["opt_epsilon"], **ema
+    ),
+    "adagrad": lambda rate, f, ema: optimizers.Adagrad(
+        rate,
+        initial_accumulator_value=f["adagrad_initial_accumulator_value"],
+        **ema,
+    ),
+    "adam": lambda rate, f, ema: optimizers.Adam(
+        rate,
+        beta1=f["adam_beta1"],
+        beta2=f["adam_beta2"],
+        epsilon=f["opt_epsilon"],
+        **ema,
+    ),
+    "ftrl": lambda rate, f, ema: optimizers.Ftrl(
+        rate,
+        learning_rate_power=f["ftrl_learning_rate_power"],
+        initial_accumulator_value=f["ftrl_initial_accumulator_value"],
+        l1_regularization_strength=f["ftrl_l1"],
+        l2_regularization_strength=f["ftrl_l2"],
+        **ema,
+    ),
+    "momentum": lambda rate, f, ema: optimizers.Momentum(
+        rate, momentum=f["momentum"], name="Momentum", **ema
+    ),
+    "rmsprop": lambda rate, f, ema: optimizers.RMSProp(
+        rate,
+        decay=f["rmsprop_decay"],
+        momentum=f["rmsprop_momentum"],
+        epsilon=f["opt_epsilon"],
+        **ema,
+    ),
+    "sgd": lambda rate, f, ema: optimizers.GradientDescent(rate, **ema),
+}
+
+
+def _positive(name, value):
+    if not _is_number(value) or not 0 < value < math.inf:
+        raise _validation.invalid(name, value, "a positive number")
+    return value
+
+
+def _non_negative(name, value):
+    if not _is_number(value) or not 0 <= value < math.inf:
+        raise _validation.invalid(name, value, "a non-negative number")
+    return value
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _decay_steps(num_samples_per_epoch, f):
+    """TF-Slim's: `int(num_samples_per_epoch * num_epochs_per_decay /
+    batch_size)`, then divided (true division: a float) by
+    `replicas_to_aggregate` when `sync_replicas`."""
+    _validation.positive_int("num_samples_per_epoch", num_samples_per_epoch)
+    _validation.positive_int("batch_size", f["batch_size"])
+    _positive("num_epochs_per_decay", f["num_epochs_per_decay"])
+    _validation.boolean("sync_replicas", f["sync_replicas"])
+    _validation.positive_int(
+        "replicas_to_aggregate", f["replicas_to_aggregate"]
+    )
+    steps = int(
+        num_samples_per_epoch * f["num_epochs_per_decay"] / f["batch_size"]
+    )
+    if steps == 0:
+        raise ValueError(
+            "The learning rate would decay every 0 steps (TF1 divides by "
+            "zero: NaN rates): int(num_samples_per_epoch * "
+            "num_epochs_per_decay / batch_size) is 0. Received: "
+            f"num_samples_per_epoch={num_samples_per_epoch}, "
+            f"num_epochs_per_decay={f['num_epochs_per_decay']}, "
+            f"batch_size={f['batch_size']}. Expected at least one step "
+            "per decay: a larger num_epochs_per_decay, or "
+            "learning_rate_decay_type='fixed'."
+        )
+    if f["sync_replicas"]:
+        steps /= f["replicas_to_aggregate"]
+    return steps
+
+
+def configure_learning_rate(num_samples_per_epoch, global_step, **flags):
+    """The learning rate TF-Slim's `_configure_learning_rate` returns.
+
+    `exponential`: TF1's `exponential_decay(learning_rate, global_step,
+    decay_steps, learning_rate_decay_factor, staircase=True)`;
+    `polynomial`: `polynomial_decay(learning_rate, global_step,
+    decay_steps, end_learning_rate, power=1.0, cycle=False)`; `fixed`:
+    `learning_rate`. The decay steps as TF-Slim computes them:
+    `int(num_samples_per_epoch * num_epochs_per_decay / batch_size)`,
+    divided (true division: a float) by `replicas_to_aggregate` when
+    `sync_replicas` (each synchronous step consumes that many batches).
+
+    Args:
+        num_samples_per_epoch: The examples of an epoch.
+        global_step: `None` for what a Keras optimizer takes (a schedule
+            it evaluates at its `iterations`, or a float for `fixed`); or
+            a step (an int, a tensor, `optimizer.iterations`) for the rate
+            at that step, a float32 tensor as TF-Slim's.
+        **flags: TF-Slim's flags by name (`LEARNING_RATE_FLAGS`), each
+            defaulting to TF-Slim's default.
+
+    Returns:
+        A float or a `keras.optimizers.schedules.LearningRateSchedule`
+        (`global_step=None`), else a scalar float32 tensor.
+
+    Raises:
+        TypeError: for a flag not in `LEARNING_RATE_FLAGS`.
+        ValueError: for a `learning_rate_decay_type` not in `DECAY_TYPES`,
+            a bad value (a rate that is not positive, ...), or, for a
+            decaying type, decay steps of 0 (TF1 would divide by zero:
+            NaN rates), naming the values.
+
+    Example:
+    ```python
+    from keras_slim.image import optimization
+
+    schedule = optimization.configure_learning_rate(
+        1000, None, batch_size=100, learning_rate_decay_factor=0.5
+    )
+    schedule(20)  # 0.01 * 0.5: a decay every 1000 * 2.0 / 100 steps
+    ```
+    """
+    f = _with_defaults(flags, LEARNING_RATE_FLAGS, "configure_learning_rate")
+    kind = _one_of(
+        "learning_rate_decay_type", f["learning_rate_decay_type"], DECAY_TYPES
+    )
+    rate = _rate(kind, num_samples_per_epoch, f)
+    if global_step is None:
+        return rate
+    if kind == "fixed":
+        return tf.constant(rate, tf.float32)
+    return rate(global_step)
+
+
+def _rate(kind, num_samples_per_epoch, f):
+    rate = float(_positive("learning_rate", f["learning_rate"]))
+    if kind == "fixed":
+        return rate
+    steps = _decay_steps(num_samples_per_epoch, f)
+    if kind == "exponential":
+        factor = _positive(
+            "learning_rate_decay_factor", f["learning_rate_decay_factor"]
+        )
+        return schedules.ExponentialDecay(rate, steps, factor, staircase=True)
+    end = _non_negative("end_learning_rate", f["end_learning_rate"])
+    return schedules.PolynomialDecay(rate, steps, end, power=1.0, cycle=False)
