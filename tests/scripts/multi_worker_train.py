@@ -58,7 +58,7 @@ with strategy.scope():
     policy = keras_slim.GradientPolicy(
         clip_norm=0.5, multipliers={"logits/.*": 2.0}
     )
-    model = compile_model(mlp(policy), keras.optimizers.SGD(0.1, momentum=0.9))
+    model = compile_model(mlp(policy), keras_slim.optimizers.Momentum(0.1, 0.9))
 
 
 class Preempt(callbacks.StepCallback):

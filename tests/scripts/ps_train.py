@@ -111,7 +111,7 @@ with LocalCluster(workers=2, ps=2) as cluster:
         )
         model = compile_model(
             mlp(policy),
-            keras.optimizers.Adam(0.01),
+            keras_slim.optimizers.Adam(0.01),
             steps_per_execution=args.steps_per_execution or "auto",
         )
     # Bad calls fail before any step.

@@ -82,7 +82,7 @@ def build():
         clip_norm=0.5, multipliers={"logits/.*": 2.0}
     )
     return compile_model(
-        mlp(policy), keras.optimizers.Adam(0.01), steps_per_execution=1
+        mlp(policy), keras_slim.optimizers.Adam(0.01), steps_per_execution=1
     )
 
 
