@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _optimizer
+from keras_slim.callbacks._histogram import histogram
 from keras_slim.gradients import variable_path
 
 logger = logging.getLogger("keras_slim")
@@ -162,10 +163,10 @@ class StepSummaries:
             if scale is not None:
                 # A LossScaleOptimizer's gradients still carry the scale.
                 values = values / tf.cast(scale, values.dtype)
-            tf.summary.histogram(f"{path}/gradient", values)
+            histogram(f"{path}/gradient", values)
             tf.summary.scalar(f"{path}/gradient_norm", tf.norm(values))
 
     def _write_activations(self, outputs):
         for name, output in zip(self._names, outputs):
-            tf.summary.histogram(f"activations/{name}", output)
+            histogram(f"activations/{name}", output)
             tf.summary.scalar(f"sparsity/{name}", tf.math.zero_fraction(output))

@@ -9,6 +9,7 @@ from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim.callbacks._files import check_writable
+from keras_slim.callbacks._histogram import histogram
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._step_loss import StepLoss
 from keras_slim.callbacks._step_summaries import StepSummaries
@@ -73,6 +74,11 @@ class Summaries(StepCallback):
       (train_image_classifier's tags); `activations=[names]`: of those
       layers only (train_image_classifier summarized its net's
       end_points, about 20 for inception_v3, not its hundreds of layers).
+
+    Histograms are TF-Slim's: TensorFlow's `HistogramSummary` kernel (one
+    op, where TensorBoard's `tf.summary.histogram` builds thirty),
+    without non-finite values; TensorBoard's histogram dashboard shows
+    them, its `EventAccumulator` lists them under `Tags()["histograms"]`.
 
     Gradients and activations are written from inside the train step of a
     `SlimModel` (activations: a functional one), under one `tf.cond` that is
@@ -271,7 +277,7 @@ class Summaries(StepCallback):
                 )
             if self.histograms:
                 for variable in self.model.variables:
-                    tf.summary.histogram(variable.path, variable)
+                    histogram(variable.path, variable)
         self._last = (step, now)
 
     def on_train_end(self, logs=None):

@@ -17,9 +17,15 @@ from tests.helpers import mlp
 
 
 def read_events(logdir):
-    """{tag: {step: value}} from the event files, with TensorBoard's reader."""
+    """{tag: {step: value}} from the event files, with TensorBoard's reader:
+    a scalar's array, or a histogram's `HistogramValue` (min, max, num,
+    sum, ...)."""
     accumulator = event_accumulator.EventAccumulator(
-        str(logdir), size_guidance={event_accumulator.TENSORS: 0}
+        str(logdir),
+        size_guidance={
+            event_accumulator.TENSORS: 0,
+            event_accumulator.HISTOGRAMS: 0,
+        },
     )
     accumulator.Reload()
     events = {}
@@ -27,6 +33,10 @@ def read_events(logdir):
         events[tag] = {
             e.step: tf.make_ndarray(e.tensor_proto)
             for e in accumulator.Tensors(tag)
+        }
+    for tag in accumulator.Tags()["histograms"]:
+        events[tag] = {
+            e.step: e.histogram_value for e in accumulator.Histograms(tag)
         }
     return events
 
@@ -88,9 +98,13 @@ def test_histograms_of_every_variable(tmp_path):
     events = read_events(tmp_path)
     paths = {v.path for v in model.variables}
     assert paths <= set(events)
-    assert (
-        events["fc1/kernel"][4].shape[-1] == 3
-    )  # (buckets, [left, right, count])
+    # TF1's HistogramSummary of the kernel after the 4th step.
+    kernel = model.get_layer("fc1").kernel.numpy()
+    histogram = events["fc1/kernel"][4]
+    assert histogram.num == kernel.size
+    assert (histogram.min, histogram.max) == (kernel.min(), kernel.max())
+    assert histogram.sum == pytest.approx(kernel.sum(), rel=1e-5)
+    assert sum(histogram.bucket) == kernel.size
 
 
 def test_gradients_after_the_policy(tmp_path):
@@ -165,9 +179,12 @@ def test_activations_and_sparsity(tmp_path):
     )
     reference = build()
     common.fit(reference, data, 3)
-    hidden = reference.get_layer("fc1")(x)
-    expected = float(np.mean(keras.ops.convert_to_numpy(hidden) == 0))
+    hidden = keras.ops.convert_to_numpy(reference.get_layer("fc1")(x))
+    expected = float(np.mean(hidden == 0))
     assert float(events["sparsity/fc1"][4]) == pytest.approx(expected)
+    histogram = events["activations/fc1"][4]
+    assert histogram.num == hidden.size
+    assert histogram.max == pytest.approx(hidden.max(), rel=1e-6)
     # The summaries' forward pass is the step's own: the same training.
     common.fit(reference, data, 1)
     for a, b in zip(model.get_weights(), reference.get_weights()):
