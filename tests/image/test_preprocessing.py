@@ -536,6 +536,25 @@ def test_cifarnet_draws_follow_tf1s_distributions():
     _assert_coin(draws.flip)
 
 
+def test_apply_with_random_selector_runs_one_drawn_case():
+    def case(x, c):
+        return x + c
+
+    cases = [
+        int(
+            inception_preprocessing.apply_with_random_selector(
+                tf.constant(10), case, 4, seed=[0, i]
+            )
+        )
+        for i in range(40)
+    ]
+    assert set(cases) == {10, 11, 12, 13}
+    again = inception_preprocessing.apply_with_random_selector(
+        tf.constant(10), case, 4, seed=[0, 0]
+    )
+    assert int(again) == cases[0]
+
+
 @pytest.mark.parametrize(
     "name, kwargs",
     [

@@ -46,6 +46,37 @@ _CONTRAST_RANGE = (0.5, 1.5)
 _ORDERINGS = 4
 
 
+def apply_with_random_selector(x, func, num_cases, seed=None):
+    """TF-Slim's `apply_with_random_selector`: `func(x, case)` for a case
+    drawn uniformly from `[0, num_cases)`; only that case runs.
+
+    Args:
+        x: A tensor.
+        func: `(x, case) -> tensor`, `case` a Python int.
+        num_cases: Positive int: the cases drawn from.
+        seed: A `[2]` integer seed for the stateless draw; `None` draws
+            one from the global generator. Defaults to `None`.
+
+    Returns:
+        `func(x, case)` for the drawn case.
+
+    Raises:
+        ValueError: for a bad `seed`.
+
+    Example:
+    ```python
+    image = apply_with_random_selector(
+        image, lambda x, ordering: distort_color(x, ordering, False), 4,
+        seed=[0, 7],
+    )
+    ```
+    """
+    case = _image_ops.uniform_int(_image_ops.seed_of(seed), 0, num_cases)
+    return _image_ops.select(
+        case, [lambda c=c: func(x, c) for c in range(num_cases)]
+    )
+
+
 class ColorDraws(typing.NamedTuple):
     """The random values of `distort_color` (float32 scalars).
 
