@@ -4,8 +4,11 @@ tf_slim 1.1.0 needs `tensorflow.python.framework.ops.Tensor` and
 `.IndexedSlices`, which TF 2.21 no longer has: the child process restores
 them from `tf.Tensor` / `tf.IndexedSlices` before importing tf_slim. Its
 `batch_norm` (a TF1 Keras layer) also needs tf_keras's legacy layers where
-TensorFlow looks for them (`tf_keras.legacy_tf_layers`). The child prints
-one JSON document, which `run` returns.
+TensorFlow looks for them (`tf_keras.legacy_tf_layers`), and its data
+providers' image decoder `control_flow_ops.case` / `.cond`, which TF 2.21
+keeps under `tf.compat.v1`. The child prints one JSON document, which
+`run` returns; `source` gives the child's whole program, for a caller
+that reads its output as it comes (bench/).
 """
 
 import json
@@ -28,9 +31,17 @@ sys.modules["tf_keras.legacy_tf_layers.normalization"] = legacy.normalization
 ops.Tensor = tf.Tensor
 ops.IndexedSlices = tf.IndexedSlices
 tf1 = tf.compat.v1
+from tensorflow.python.ops import control_flow_ops
+control_flow_ops.case = tf1.case
+control_flow_ops.cond = tf1.cond
 tf1.disable_v2_behavior()
 import tf_slim as slim
 """
+
+
+def source(code):
+    """The child's program: the TF-Slim prelude, then `code`."""
+    return _PRELUDE + textwrap.dedent(code)
 
 
 def run(code, timeout=120):
@@ -43,10 +54,9 @@ def run(code, timeout=120):
     Returns:
         The decoded JSON document of the last line printed.
     """
-    source = _PRELUDE + textwrap.dedent(code)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     result = subprocess.run(
-        [sys.executable, "-c", source],
+        [sys.executable, "-c", source(code)],
         capture_output=True,
         text=True,
         timeout=timeout,
