@@ -20,6 +20,7 @@ maps are unchanged) whose `call` runs the fused kernel, as TF-Slim's did:
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 #: Below this epsilon TensorFlow's fused kernel uses this one (cuDNN's
@@ -80,13 +81,14 @@ class FusedBatchNormalization(keras.layers.BatchNormalization):
         beta = self.beta if self.center else tf.zeros([channels])
         return tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta)
 
-    def _move(self, variable, value, batch_size):
+    def _move(self, variable, value, nonempty):
         """TF1's `assign_moving_average(variable, value, momentum)`, as
         TF-Slim's layer runs it: the decay `1 - momentum` in float32, no
-        update from an empty batch."""
-        decay = 1.0 - tf.constant(self.momentum, tf.float32)
+        update from an empty batch (`nonempty` 0; its statistics may be
+        NaN, which `multiply_no_nan` zeroes)."""
+        decay = np.float32(1.0) - np.float32(self.momentum)
         delta = (variable - value) * decay
-        variable.assign_sub(tf.where(batch_size > 0, delta, 0.0))
+        variable.assign_sub(tf.math.multiply_no_nan(delta, nonempty))
 
     def build(self, input_shape):
         if len(input_shape) != 4:
@@ -104,9 +106,9 @@ class FusedBatchNormalization(keras.layers.BatchNormalization):
             y, mean, variance = tf.compat.v1.nn.fused_batch_norm(
                 x, gamma, beta, epsilon=self.epsilon, is_training=True
             )
-            batch_size = tf.shape(x)[0]
-            self._move(self.moving_mean, mean, batch_size)
-            self._move(self.moving_variance, variance, batch_size)
+            nonempty = tf.cast(tf.size(x) > 0, tf.float32)
+            self._move(self.moving_mean, mean, nonempty)
+            self._move(self.moving_variance, variance, nonempty)
         else:
             y, _, _ = tf.compat.v1.nn.fused_batch_norm(
                 x,
