@@ -17,8 +17,18 @@ DOCS = ROOT / "docs"
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
+FIRST = "<!-- docs-test: run first -->\n"
+
+
 def python_blocks(page):
-    return BLOCK.findall((DOCS / page).read_text())
+    """The page's ```python blocks in order, those marked
+    `<!-- docs-test: run first -->` (a setup a reader needs last) first."""
+    text = (DOCS / page).read_text()
+    blocks = [(m.start(), m.group(1)) for m in BLOCK.finditer(text)]
+    first = [b for start, b in blocks if text[:start].endswith(FIRST)]
+    return first + [
+        b for start, b in blocks if not text[:start].endswith(FIRST)
+    ]
 
 
 # Pages with code; the API pages' code is in docstrings, not run here.
