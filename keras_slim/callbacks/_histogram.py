@@ -1,4 +1,4 @@
-"""Histograms as TF-Slim wrote them: TensorFlow's `HistogramSummary` op.
+"""Summary ops as TF-Slim wrote them, cheap to trace in a train step.
 
 TensorBoard's `tf.summary.histogram` builds its buckets from some thirty
 ops per histogram: inside a train step, the activations' histograms of a
@@ -8,16 +8,32 @@ seconds to run. TF1's `HistogramSummary` (what TF-Slim's
 goes to the default writer through `tf.summary.experimental.write_raw_pb`.
 TensorBoard's histogram dashboard shows both; TensorBoard's
 `EventAccumulator` lists them under `Tags()["histograms"]`.
+`tf.math.zero_fraction` builds a `tf.cond` per call (a branch function to
+trace for each of resnet_v1_50's 72 end points); `zero_fraction` here
+counts the same way without one.
 """
 
+import numpy as np
 import tensorflow as tf
+
+
+def _finite(values):
+    """`values` with NaN and +inf at the dtype's largest finite value and
+    -inf at its lowest: the kernel rejects non-finite values, and at the
+    edge a histogram still shows them (its max or min)."""
+    if not values.dtype.is_floating:
+        return values
+    largest = np.finfo(values.dtype.as_numpy_dtype).max
+    values = tf.where(tf.math.is_nan(values), largest, values)
+    return tf.clip_by_value(values, -largest, largest)
 
 
 def histogram(tag, values):
     """Writes a histogram of `values` under `tag`, to the default writer.
 
-    Non-finite values are left out (the kernel rejects them; a step the
-    gradient check skips may hold some).
+    A NaN or +inf counts as the dtype's largest finite value, -inf as its
+    lowest (TensorFlow's kernel rejects them; a step the gradient check
+    skips may hold some): the histogram's max or min shows them.
 
     Args:
         tag: The summary's tag.
@@ -33,8 +49,26 @@ def histogram(tag, values):
         histogram("fc1/kernel", model.get_layer("fc1").kernel)
     ```
     """
-    values = tf.reshape(tf.convert_to_tensor(values), [-1])
-    if values.dtype.is_floating:
-        values = tf.boolean_mask(values, tf.math.is_finite(values))
+    values = _finite(tf.convert_to_tensor(values))
     serialized = tf.raw_ops.HistogramSummary(tag=tag, values=values)
     return tf.summary.experimental.write_raw_pb(serialized)
+
+
+def zero_fraction(values):
+    """The fraction of zeros in `values`, as `tf.math.zero_fraction`
+    (float32, counted in int64), without its `tf.cond`.
+
+    Args:
+        values: A tensor.
+
+    Returns:
+        A float32 scalar tensor.
+
+    Example:
+    ```python
+    zero_fraction(tf.constant([0.0, 1.0, 0.0, 2.0]))  # 0.5
+    ```
+    """
+    size = tf.size(values, out_type=tf.int64)
+    zeros = size - tf.math.count_nonzero(values, dtype=tf.int64)
+    return tf.cast(zeros, tf.float32) / tf.cast(size, tf.float32)

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from keras_slim import _optimizer
 from keras_slim.callbacks._histogram import histogram
+from keras_slim.callbacks._histogram import zero_fraction
 from keras_slim.gradients import variable_path
 
 logger = logging.getLogger("keras_slim")
@@ -169,4 +170,4 @@ class StepSummaries:
     def _write_activations(self, outputs):
         for name, output in zip(self._names, outputs):
             histogram(f"activations/{name}", output)
-            tf.summary.scalar(f"sparsity/{name}", tf.math.zero_fraction(output))
+            tf.summary.scalar(f"sparsity/{name}", zero_fraction(output))

@@ -76,8 +76,9 @@ class Summaries(StepCallback):
       end_points, about 20 for inception_v3, not its hundreds of layers).
 
     Histograms are TF-Slim's: TensorFlow's `HistogramSummary` kernel (one
-    op, where TensorBoard's `tf.summary.histogram` builds thirty),
-    without non-finite values; TensorBoard's histogram dashboard shows
+    op, where TensorBoard's `tf.summary.histogram` builds thirty), a
+    NaN or infinity counted at the dtype's largest magnitude (the kernel
+    rejects them); TensorBoard's histogram dashboard shows
     them, its `EventAccumulator` lists them under `Tags()["histograms"]`.
 
     Gradients and activations are written from inside the train step of a

@@ -6,23 +6,29 @@ import pytest
 import tensorflow as tf
 
 from keras_slim.callbacks._histogram import histogram
+from keras_slim.callbacks._histogram import zero_fraction
 from tests.callbacks.test_summaries import read_events
 
 
-def test_a_histogram_of_the_finite_values(tmp_path):
+def test_non_finite_values_count_at_the_edges(tmp_path):
     writer = tf.summary.create_file_writer(str(tmp_path))
     values = np.array([[1.0, np.nan], [np.inf, -2.0], [5.0, -np.inf]])
     with writer.as_default(step=3):
         assert bool(histogram("h", tf.constant(values, tf.float32)))
+        assert bool(histogram("finite", tf.constant([1.0, -2.0, 5.0])))
     writer.flush()
-    written = read_events(tmp_path)["h"][3]
-    assert (written.num, written.min, written.max, written.sum) == (
+    events = read_events(tmp_path)
+    largest = float(np.finfo(np.float32).max)
+    written = events["h"][3]
+    assert (written.num, written.min, written.max) == (6, -largest, largest)
+    finite = events["finite"][3]
+    assert (finite.num, finite.min, finite.max, finite.sum) == (
         3,
         -2.0,
         5.0,
         4.0,
     )
-    assert written.sum_squares == pytest.approx(30.0)
+    assert finite.sum_squares == pytest.approx(30.0)
 
 
 def test_inside_a_function_and_without_a_writer(tmp_path):
@@ -46,3 +52,12 @@ def test_integer_values(tmp_path):
     writer.flush()
     written = read_events(tmp_path)["seeds"][2]
     assert (written.num, written.min, written.max) == (3, -1.0, 7.0)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[0.0, 1.0, 0.0, 2.0], np.zeros((2, 3)), np.ones((4, 1)), [0, 5, 0]],
+)
+def test_zero_fraction_equals_tensorflows(values):
+    values = tf.constant(values)
+    assert float(zero_fraction(values)) == float(tf.math.zero_fraction(values))
