@@ -195,7 +195,8 @@ def measure(args, data):
     for round_index in range(args.rounds):
         for net in args.nets:
             steps = args.steps or NETS[net][1]
-            order = SYSTEMS if round_index % 2 == 0 else SYSTEMS[::-1]
+            systems = [s for s in SYSTEMS if s in args.systems]
+            order = systems if round_index % 2 == 0 else systems[::-1]
             for system in order:
                 with tempfile.TemporaryDirectory() as train_dir:
                     argv = command(
@@ -281,6 +282,7 @@ def main(argv=None):
     parser.add_argument("--skip", type=int, default=2 * LOG_EVERY)
     parser.add_argument("--nets", nargs="+", default=list(NETS))
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
     parser.add_argument("--chart", default=None)
     args = parser.parse_args(argv)
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
