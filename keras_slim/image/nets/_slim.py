@@ -28,6 +28,7 @@ import dataclasses
 import re
 
 import keras
+import tensorflow as tf
 
 from keras_slim.image.nets._fused_batch_norm import FusedBatchNormalization
 
@@ -46,6 +47,34 @@ _SLIM_VARIABLES = {
 
 #: The default of arguments that `ArgScope` decides.
 _SCOPE = object()
+
+
+@keras.saving.register_keras_serializable(package="keras_slim")
+class L2Loss(keras.regularizers.Regularizer):
+    """TF-Slim's `slim.l2_regularizer(scale)`: `scale * tf.nn.l2_loss(w)`.
+
+    The same penalty as `keras.regularizers.L2(scale / 2)`, on TensorFlow's
+    `L2Loss` kernel, whose gradient is one multiplication, where Keras's
+    `sum(square(w))` differentiates through a broadcast: on inception_v1
+    the weight decay's ops cost a twentieth of the step.
+
+    Args:
+        scale: Non-negative float: TF-Slim's weight decay.
+
+    Example:
+    ```python
+    keras.layers.Conv2D(8, 3, kernel_regularizer=L2Loss(4e-5))
+    ```
+    """
+
+    def __init__(self, scale):
+        self.scale = float(scale)
+
+    def __call__(self, x):
+        return self.scale * tf.nn.l2_loss(x)
+
+    def get_config(self):
+        return {"scale": self.scale}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +100,7 @@ class ArgScope:
 
     Attributes:
         weight_decay: The L2 factor of weights (TF-Slim's
-            `l2_regularizer(weight_decay)`); 0 for none.
+            `l2_regularizer(weight_decay)`, `L2Loss`); 0 for none.
         batch_norm: A `BatchNorm` after each convolution (TF-Slim's
             `normalizer_fn=slim.batch_norm`), or `None`.
         activation: The activation after each convolution: `"relu"`,
@@ -93,7 +122,7 @@ class ArgScope:
             depthwise and not self.regularize_depthwise
         ):
             return None
-        return keras.regularizers.L2(self.weight_decay / 2)
+        return L2Loss(self.weight_decay)
 
 
 def name_of(scope):

@@ -324,7 +324,7 @@ def test_the_arg_scopes_are_tf_slims(
         layer for layer in model.layers if type(layer) is keras.layers.Conv2D
     ]
     assert len(convs) == convolutions == len(model.losses)
-    assert all(c.kernel_regularizer.l2 == pytest.approx(2e-5) for c in convs)
+    assert all(c.kernel_regularizer.scale == pytest.approx(4e-5) for c in convs)
     assert [c.use_bias for c in convs].count(True) == 1
     assert all(
         layer.depthwise_regularizer is None

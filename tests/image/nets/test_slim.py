@@ -89,6 +89,13 @@ def test_weight_decay_is_halved_l2_on_weights_only():
     np.testing.assert_allclose(
         float(model.losses[0]), 2e-5 * np.sum(kernel.numpy() ** 2), rtol=1e-5
     )
+    # TF-Slim's l2_regularizer: scale * tf.nn.l2_loss, its kernel.
+    regularizer = model.get_layer("conv").kernel_regularizer
+    assert float(regularizer(kernel)) == float(4e-5 * tf.nn.l2_loss(kernel))
+    again = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(regularizer)
+    )
+    assert type(again) is _slim.L2Loss and again.scale == 4e-5
 
 
 def test_repeat_names_as_tf_slim():
