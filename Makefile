@@ -55,6 +55,8 @@ test: lint docs
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 bench: $(STAMP)
+	$(BIN)/python bench/vs_tf_slim_nets.py --chart docs/images/main_job.png
+	$(BIN)/python bench/batch_norm_profile.py
 	$(BIN)/python bench/policy_overhead.py
 	$(BIN)/python bench/callbacks_overhead.py
 	$(BIN)/python bench/ps_throughput.py
