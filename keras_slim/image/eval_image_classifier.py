@@ -309,5 +309,12 @@ def main(argv=None):
 
 __all__ = ["evaluate", "main", "parser"]
 
+
+def console():
+    """The console script `keras-slim-eval`: `main()`, then the exit
+    (`_console.exit_now`)."""
+    _console.exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -384,5 +384,12 @@ def main(argv=None):
 
 __all__ = ["main", "parser"]
 
+
+def console():
+    """The console script `keras-slim-train`: `main()`, then the exit
+    (`_console.exit_now`)."""
+    _console.exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()
