@@ -32,8 +32,9 @@ and what follows the last step are left out. Whole process: from the
 spawn to the exit. Ratios are per round (keras-slim-train / TF-Slim, side
 by side), then the median and spread (min - max) over rounds.
 
-Writes the table (Markdown) to stdout, and with `--chart PATH` a bar
-chart of the median ratios (matplotlib).
+Writes the table (Markdown) to stdout, with `--chart PATH` a bar chart
+of the median ratios (matplotlib), and with `--logs DIR` each process's
+output, every line after the seconds at which it arrived.
 
 Run: `python bench/vs_tf_slim_nets.py [--rounds 3] [--nets mobilenet_v1]
 [--chart docs/images/main_job.png]`.
@@ -138,8 +139,10 @@ def command(system, net, data, train_dir, steps, count):
     ]
 
 
-def run(argv, timeout=1800):
-    """Runs `argv`; returns `(seconds, [(step, arrival time), ...])`."""
+def run(argv, timeout=1800, log=None):
+    """Runs `argv`; returns `(seconds, [(step, arrival time), ...])`.
+    With `log` (an open file), writes each output line there after the seconds
+    since the spawn at which it arrived."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -153,6 +156,8 @@ def run(argv, timeout=1800):
     deadline = start + timeout
     for line in process.stdout:
         lines.append(line)
+        if log is not None:
+            log.write(f"{time.perf_counter() - start:8.2f} {line}")
         match = _STEP.search(line)
         if match:
             arrivals.append((int(match.group(1)), time.perf_counter()))
@@ -204,7 +209,13 @@ def measure(args, data):
                     )
                     if argv is None:
                         continue
-                    seconds, arrivals = run(argv)
+                    if args.logs:
+                        name = f"round{round_index}_{net}_{system}.log"
+                        os.makedirs(args.logs, exist_ok=True)
+                        with open(os.path.join(args.logs, name), "w") as log:
+                            seconds, arrivals = run(argv, log=log)
+                    else:
+                        seconds, arrivals = run(argv)
                 rate = steady_rate(arrivals, args.skip)
                 results.setdefault((net, system), []).append((rate, seconds))
                 print(
@@ -295,6 +306,11 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
     parser.add_argument("--chart", default=None)
+    parser.add_argument(
+        "--logs",
+        default=None,
+        help="a folder for each process's output, lines timed",
+    )
     args = parser.parse_args(argv)
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     with tempfile.TemporaryDirectory(dir=shm) as data:
