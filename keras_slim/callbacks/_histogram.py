@@ -13,17 +13,18 @@ trace for each of resnet_v1_50's 72 end points); `zero_fraction` here
 counts the same way without one.
 """
 
-import numpy as np
 import tensorflow as tf
 
 
 def _finite(values):
-    """`values` with NaN and +inf at the dtype's largest finite value and
-    -inf at its lowest: the kernel rejects non-finite values, and at the
-    edge a histogram still shows them (its max or min)."""
+    """`values` with NaN and +inf at the largest finite value, -inf at the
+    lowest: the dtype's, or float32's for float64 (the kernel rejects
+    non-finite values, and corrupts memory on float64's extremes), so a
+    histogram still shows them at its max or min."""
     if not values.dtype.is_floating:
         return values
-    largest = np.finfo(values.dtype.as_numpy_dtype).max
+    largest = min(values.dtype.max, tf.float32.max)
+    largest = tf.constant(largest, values.dtype)
     values = tf.where(tf.math.is_nan(values), largest, values)
     return tf.clip_by_value(values, -largest, largest)
 
@@ -32,8 +33,9 @@ def histogram(tag, values):
     """Writes a histogram of `values` under `tag`, to the default writer.
 
     A NaN or +inf counts as the dtype's largest finite value, -inf as its
-    lowest (TensorFlow's kernel rejects them; a step the gradient check
-    skips may hold some): the histogram's max or min shows them.
+    lowest (float32's for float64): TensorFlow's kernel rejects them, and
+    a step the gradient check skips may hold some; the histogram's max or
+    min shows them.
 
     Args:
         tag: The summary's tag.

@@ -77,9 +77,10 @@ class Summaries(StepCallback):
 
     Histograms are TF-Slim's: TensorFlow's `HistogramSummary` kernel (one
     op, where TensorBoard's `tf.summary.histogram` builds thirty), a
-    NaN or infinity counted at the dtype's largest magnitude (the kernel
-    rejects them); TensorBoard's histogram dashboard shows
-    them, its `EventAccumulator` lists them under `Tags()["histograms"]`.
+    NaN or infinity counted at the dtype's largest magnitude (float32's
+    for float64; the kernel rejects them); TensorBoard's histogram
+    dashboard shows them, its `EventAccumulator` lists them under
+    `Tags()["histograms"]`.
 
     Gradients and activations are written from inside the train step of a
     `SlimModel` (activations: a functional one), under one `tf.cond` that is

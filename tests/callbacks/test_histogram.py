@@ -54,6 +54,21 @@ def test_integer_values(tmp_path):
     assert (written.num, written.min, written.max) == (3, -1.0, 7.0)
 
 
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16, tf.float64])
+def test_non_finite_values_of_every_float_dtype(tmp_path, dtype):
+    """Mixed precision's activations: NaN and infinities at the dtype's
+    own largest magnitude (float32's for float64, whose extremes crash
+    TensorFlow's kernel)."""
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    values = tf.constant([np.nan, np.inf, -np.inf, 1.0], tf.float32)
+    with writer.as_default(step=1):
+        assert bool(histogram("h", tf.cast(values, dtype)))
+    writer.flush()
+    written = read_events(tmp_path)["h"][1]
+    largest = float(min(dtype.max, tf.float32.max))
+    assert (written.num, written.min, written.max) == (4, -largest, largest)
+
+
 @pytest.mark.parametrize(
     "values",
     [[0.0, 1.0, 0.0, 2.0], np.zeros((2, 3)), np.ones((4, 1)), [0, 5, 0]],

@@ -61,6 +61,9 @@ class L2Loss(keras.regularizers.Regularizer):
     Args:
         scale: Non-negative float: TF-Slim's weight decay.
 
+    Raises:
+        ValueError: If `scale` is negative or not finite.
+
     Example:
     ```python
     keras.layers.Conv2D(8, 3, kernel_regularizer=L2Loss(4e-5))
@@ -68,7 +71,13 @@ class L2Loss(keras.regularizers.Regularizer):
     """
 
     def __init__(self, scale):
-        self.scale = float(scale)
+        scale = float(scale)
+        if not 0.0 <= scale < float("inf"):
+            raise ValueError(
+                f"Received: weight_decay={scale}. Expected a non-negative "
+                "finite number (TF-Slim's l2_regularizer scale)."
+            )
+        self.scale = scale
 
     def __call__(self, x):
         return self.scale * tf.nn.l2_loss(x)

@@ -98,6 +98,12 @@ def test_weight_decay_is_halved_l2_on_weights_only():
     assert type(again) is _slim.L2Loss and again.scale == 4e-5
 
 
+@pytest.mark.parametrize("scale", [-1e-4, float("inf"), float("nan")])
+def test_a_bad_weight_decay_is_named(scale):
+    with pytest.raises(ValueError, match=f"weight_decay={scale}"):
+        _slim.L2Loss(scale)
+
+
 def test_repeat_names_as_tf_slim():
     images = keras.Input((4, 4, 3))
     net = _slim.repeat(
