@@ -36,7 +36,7 @@ import keras_slim
 from keras_slim import _signals
 from keras_slim import _stop_agreement
 from keras_slim import training_state
-from keras_slim._fit import feed as feed_lib
+from keras_slim._fit import position as position_lib
 from keras_slim.cluster import LocalCluster
 
 STEPS, WARMUP, BATCH = 300, 30, 64
@@ -66,7 +66,7 @@ def saves(name, rounds):
     m = model(name)
     data = shuffled(_common.MODELS[name][0])
     m.fit(data, steps_per_epoch=5, verbose=0)
-    state = feed_lib.DataState()
+    state = position_lib.DataState()
     state.iterator = iter(data)
     next(state.iterator)  # the shuffle buffer is full
     results = {"without": ([], []), "with": ([], [])}

@@ -36,6 +36,9 @@ class Run:
         model: The model.
         feed: The data feed (`keras_slim/_fit/feed.py`), or `None` for a
             plain model.
+        position: The feed's `InputPosition` (`keras_slim/_fit/
+            position.py`): where the data stands, saved in checkpoints;
+            `None` for a plain model.
         records: Each step's loss-tracker state of the last multi-step
             call (`keras_slim/_fit/loops.py`), or `None`.
         raise_on_nonfinite: Whether a non-finite step raises (else it is
@@ -60,6 +63,7 @@ class Run:
         self.model = model
         self.chief_override = is_chief
         self.feed = None
+        self.position = None
         self.records = None
         self.raise_on_nonfinite = True
         self.step_summaries = None
@@ -127,15 +131,12 @@ class Run:
         return int(self.model.optimizer.iterations.numpy())
 
     def resumed(self, path):
-        """Records that `Checkpoints` restored `path` (or started afresh);
-        the feed then goes on from its restored position.
+        """Records that `Checkpoints` restored `path` (or started afresh).
 
         Args:
             path: The checkpoint restored, or `None`.
         """
         self.resumed_from = path
-        if path is not None and self.feed is not None:
-            self.feed.resume(self.model)
 
     def at_end(self, function):
         """Runs `function` when the run ends, even on an error (a run

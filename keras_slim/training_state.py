@@ -171,22 +171,21 @@ def _strip_counter(path):
     return _COUNTER.sub("", path)
 
 
-def _resumable(path):
-    """Whether a checkpoint holds the input position of an unfinished
-    `fit` (one that was killed or preempted)."""
+def _holds_position(path):
+    """Whether a checkpoint holds the input position of a `fit`."""
     reader = tf.train.load_checkpoint(path)
-    key = "data/finished/.ATTRIBUTES/VARIABLE_VALUE"
-    return reader.has_tensor(key) and not bool(reader.get_tensor(key))
+    return reader.has_tensor("data/step/.ATTRIBUTES/VARIABLE_VALUE")
 
 
 def restore_training_state(model, path, *, data=None):
     """Restores a training checkpoint into `model`, matching its structure.
 
-    The input position (`data`) is restored only from a checkpoint of a
-    `fit` that did not finish: a new `fit` after a finished one starts its
-    own schedule. Variables are matched by path; when the paths differ
-    only by the
-    counters of automatic layer names (`dense_4` for `dense_1`: the same
+    The input position (`data`) is restored when given and the checkpoint
+    holds one; whether it applies to the coming `fit` is the caller's to
+    decide (`Checkpoints` asks the run's input position: a `fit` that did
+    not finish, or one continued past its last epoch). Variables are
+    matched by path; when the paths differ only by the counters of
+    automatic layer names (`dense_4` for `dense_1`: the same
     model built again in one process), by their position in the model,
     as `tf.train.Checkpoint` and Keras weights files match objects. The
     shapes are then checked by TensorFlow's restore.
@@ -207,11 +206,11 @@ def restore_training_state(model, path, *, data=None):
     ```
     """
     names = _names_by_structure(model, _saved_structure(path))
-    if data is not None and not _resumable(path):
-        data = None  # no input position, or that of a finished fit
+    if data is not None and not _holds_position(path):
+        data = None
     checkpoint = training_checkpoint(model, data=data, names=names)
     status = checkpoint.restore(path)
-    # The input position of a finished fit is left in the file on purpose.
+    # An input position not asked for is left in the file on purpose.
     status.expect_partial()
     try:
         status.assert_existing_objects_matched()

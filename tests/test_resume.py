@@ -142,5 +142,5 @@ def test_a_rerun_with_other_steps_per_call_warns_and_finishes(tmp_path, caplog):
         fit("auto", [Stop()])  # blocks of 4 batches
     caplog.set_level(logging.WARNING, logger="keras_slim")
     model = fit(1)  # one batch per read
-    assert "for another input pipeline" in caplog.text
+    assert "read in blocks of 4 batches, this fit reads 1" in caplog.text
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 36

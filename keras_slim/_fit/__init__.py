@@ -11,7 +11,8 @@ A batch, from `fit` to `train_step`:
 4. `feed.make` picks the run's data feed: a host iterator the run owns
    (datasets, arrays; its position is part of every checkpoint), read a
    batch or a block of batches per step, or the data as given to Keras
-   (`feed.py`); `position.Position` counts Keras's epoch and steps;
+   (`feed.py`); the run's `position.InputPosition` owns where the data
+   stands, and `position.Position` reports Keras's epoch loop to it;
 5. Keras's epoch loop calls `model.train_function` per batch of steps: a
    `TrainFunction` (`train_function.py`) that asks the run and runs
    `loops.run_steps`, the one loop body, which calls `train_step` per
@@ -80,6 +81,7 @@ def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto, cache):
         steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
         model.steps_per_execution = steps
     run.feed = feed_lib.make(model, x, y, kwargs, steps, cache)
+    run.position = run.feed.position
     kwargs = dict(run.feed.kwargs)
     kwargs["callbacks"] = [
         position.Position(run),
@@ -101,10 +103,14 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs, auto):
             "Under ParameterServerStrategy, pass a tf.data.Dataset of "
             "(x, y) batches or a dataset function as `x`, and no `y`."
         )
+    run.position = position.InputPosition(follows_keras=False)
     run.feed = feed_lib.Feed(
-        x, None, kwargs, why="parameter-server workers read their own data"
+        x,
+        None,
+        kwargs,
+        position=run.position,
+        why="parameter-server workers read their own data",
     )
-    run.feed.follows_keras = False
     if auto:
         model.steps_per_execution = auto_steps.choose(model, x, kwargs)
     try:

@@ -9,7 +9,6 @@ resumed run skips what the interrupted epoch consumed). docs/design.md
 ("Training services") says which inputs get which, and why.
 """
 
-import logging
 import math
 
 import keras
@@ -20,8 +19,7 @@ from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import input_options
-
-logger = logging.getLogger("keras_slim")
+from keras_slim._fit.position import InputPosition
 
 
 def _zeros(spec, one):
@@ -34,81 +32,31 @@ class Feed:
 
     The train function reads Keras's iterators. The position in the data
     cannot be saved; after a resume, the first call skips the batches the
-    interrupted run had consumed in its epoch (`resume_skips`), which
-    gives the same data only if the input yields the same batches each
-    time it is made.
+    interrupted run had consumed in its epoch (`InputPosition.skips`),
+    which gives the same data only if the input yields the same batches
+    each time it is made.
 
     Args:
         x: `fit`'s data argument.
         y: `fit`'s targets, or `None`.
         kwargs: `fit`'s other keyword arguments.
+        position: The run's `InputPosition`.
         why: Why the position cannot be saved, for the warning a
             `Checkpoints` callback logs. Defaults to `None`.
     """
 
     reads_host = False
     reads_blocks = False
-    #: Whether Keras's epoch loop runs the steps (not so for the
-    #: parameter-server loop).
-    follows_keras = True
 
-    def __init__(self, x, y, kwargs, *, why=None, seed=0):
+    def __init__(self, x, y, kwargs, *, position, why=None):
         self.x = x
         self.y = y
         self.kwargs = kwargs
         self.why = why
-        self._seed = seed
-        self._state = None
-        self.resume_skips = 0
-        # Keras's epoch and the steps run in it, counted on the host
-        # (`keras_slim/_fit/position.py`), written to `state` on save.
-        self.epoch = 0
-        self.step = 0
-        self.finished = False
-        # The restored `(epoch, step)` while catching up with it.
-        self.resume_at = None
-
-    @property
-    def state(self):
-        """The input position a checkpoint holds (`DataState`), made on
-        first use: a `fit` that neither saves nor restores one makes no
-        variables for it."""
-        if self._state is None:
-            self._state = DataState(self._seed)
-            self._attach(self._state)
-        return self._state
-
-    def _attach(self, state):
-        """Gives a new `state` what the feed already made (nothing here)."""
+        self.position = position
 
     def end(self):
         """Called when the `fit` ends, even on an error (nothing here)."""
-
-    def save_position(self):
-        """Writes the host's count of the position into `state`."""
-        self.state.epoch.assign(self.epoch)
-        self.state.step.assign(self.step)
-        self.state.finished.assign(self.finished)
-
-    def resume(self, model):
-        """Goes on from the restored `state`: Keras's loop starts at the
-        restored epoch, and its first `step` steps run no step.
-
-        Args:
-            model: The model being fitted.
-        """
-        if not self.follows_keras:
-            return
-        epoch = int(self.state.epoch.numpy())
-        step = int(self.state.step.numpy())
-        _keras.set_initial_epoch(model, epoch)
-        self.resume_at = (epoch, step)
-        self._positioned()
-
-    def _positioned(self):
-        # Keras's iterator is read from the first step after the resume
-        # point: skip what the interrupted run consumed of the epoch.
-        self.resume_skips = self.resume_at[1]
 
     def keras_data(self):
         """`(x, y)` as Keras's `fit` is to iterate them."""
@@ -120,33 +68,16 @@ class Feed:
 
     def skip(self, iterator):
         """Consumes the batches a resume skips from Keras's iterator."""
-        skips, self.resume_skips = self.resume_skips, 0
+        skips, self.position.skips = self.position.skips, 0
         for _ in range(skips):
             next(iterator)
 
 
-class DataState(tf.Module):
-    """The input position a checkpoint holds under `data/`.
-
-    `epoch` is Keras's epoch and `step` the steps run in it (what Keras's
-    epoch loop needs to go on where the run stopped); `finished` whether
-    that `fit` ended (a new `fit` then starts its own schedule and reads
-    its data afresh, as before); `iterator` the host iterator of the
-    current pass (a `HostFeed`'s; absent otherwise); `seed` the shuffle
-    seed of array input.
-    """
-
-    def __init__(self, seed=0):
-        super().__init__(name="data")
-        with tf.init_scope():
-            self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.finished = tf.Variable(False, trainable=False)
-            self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
-
-
 class HostFeed(Feed):
     """The run reads the data from a host iterator it owns.
+
+    Its run's `InputPosition` holds the host iterators and says which one
+    a call reads (`source`).
 
     Args:
         dataset: A function of the shuffle seed returning the batched
@@ -155,8 +86,8 @@ class HostFeed(Feed):
             `tf.data.INFINITE_CARDINALITY`, `UNKNOWN_CARDINALITY`).
         element_spec: The dataset's element spec.
         kwargs: `fit`'s other keyword arguments, for Keras.
+        position: The run's `InputPosition`.
         blocks: Batches per block, or `None` to read one batch per step.
-        seed: The shuffle seed (array input).
         stateless: Whether the pipeline is known to hold no stateful op
             (one keras_slim made from arrays).
         given: The `tf.data.Dataset` given to `fit`, whose preparation
@@ -173,26 +104,26 @@ class HostFeed(Feed):
         element_spec,
         kwargs,
         *,
+        position,
         blocks,
-        seed,
         stateless=False,
         given=None,
         cache=None,
     ):
         # The host pipeline shuffles; Keras's stand-in is never read.
-        super().__init__(None, None, dict(kwargs, shuffle=False), seed=seed)
+        super().__init__(
+            None, None, dict(kwargs, shuffle=False), position=position
+        )
         self._make = dataset
         self.blocks = blocks
         self.reads_blocks = blocks is not None
         self.stand_in = _stand_in(int(cardinality), element_spec)
-        self._keras_iterator = None
         self._host = None
-        # The host iterators of the current and the next pass.
-        self._iterators = {"iterator": None, "next_iterator": None}
         self._stateless = stateless
         self._options = None
         self._given = given
         self._cache = cache
+        position.reads_host(self._new_iterator, per_read=blocks or 1)
 
     def _prepared(self, key, make):
         if self._given is None or self._cache is None:
@@ -227,16 +158,12 @@ class HostFeed(Feed):
     def keras_data(self):
         return self.stand_in, None
 
-    def _positioned(self):
-        pass  # the restored host iterator is already positioned
-
     def _dataset(self):
         key = ("host", self.blocks, self._options is not None)
         return self._prepared(key, self._prepare)
 
     def _prepare(self):
-        seed = self._seed if self._state is None else self._state.seed.numpy()
-        dataset = self._make(int(seed))
+        dataset = self._make(self.position.seed)
         if self._options is not None:
             dataset = dataset.with_options(self._options)
         dataset = input_options.for_fit(dataset)
@@ -244,22 +171,16 @@ class HostFeed(Feed):
             return dataset
         return blocks_lib.of(dataset, self.blocks)
 
-    def source(self, keras_iterator):
-        """The host iterator for the pass Keras's iterator stands for.
+    def _new_iterator(self):
+        if self._host is None:
+            self._host = self._dataset()
+        return iter(self._host)
 
-        Each pass reads an iterator made when the pass before started (the
-        first pass makes two), so a checkpoint holds the next pass's
-        iterator too, fresh: its reshuffle seeds are saved as drawn.
-        (TensorFlow restores the reshuffle state of an iterator whose input
-        has run out one pass ahead; with the next pass's own iterator
-        saved, a resumed run does not depend on it.) Both are made before
-        the pass reads anything: a pipeline that reshuffles inside a
-        `repeat()` draws its seeds from one generator shared by its
-        iterators, so the order of their making and reading must not
-        depend on when checkpoints are written. The next pass's iterator
-        a `fit` leaves unread is the first pass's of the model's next
-        `fit` on the same dataset (`end`), so successive fits read
-        successive passes.
+    def source(self, keras_iterator):
+        """The host iterator for the pass Keras's iterator stands for
+        (`InputPosition.iterator`). The first pass of a `fit` that does
+        not resume reads the passes an earlier `fit` on the same dataset
+        left unread (`end`), so successive fits read successive passes.
 
         Args:
             keras_iterator: The iterator Keras handed the train function.
@@ -267,74 +188,24 @@ class HostFeed(Feed):
         Returns:
             The host iterator (of batches, or of blocks).
         """
-        if keras_iterator is not self._keras_iterator:
-            self._keras_iterator = keras_iterator
-            if self._host is None:
-                self._host = self._dataset()
-                current = None if self.resume_at else self._leftover(None)
-            else:
-                current = self._iterators["next_iterator"]
-            # Tracked, so a checkpoint holds them; a restore deferred
-            # until now applies here, the next pass's last.
-            restored = self._track("iterator", current)
-            self._track("next_iterator", None)
-            if not restored:
-                self._skip_consumed()
-        return self._iterators["iterator"]
+        return self.position.iterator(
+            keras_iterator, lambda: self._swap_leftover(None)
+        )
 
     def end(self):
-        """Leaves the unread next pass's iterator to the next `fit` on the
-        same dataset (called when the `fit` ends, even on an error)."""
-        unread = self._iterators["next_iterator"]
+        """Leaves the passes this `fit` did not read to the next `fit` on
+        the same dataset (called when the `fit` ends, even on an error)."""
+        unread = self.position.left_over()
         if unread is not None:
-            self._leftover(unread)
+            self._swap_leftover(unread)
 
-    def _leftover(self, iterator):
-        """Swaps the fresh iterator kept for the next `fit` with
-        `iterator`; returns the one kept (or `None`)."""
+    def _swap_leftover(self, iterators):
+        """Swaps the unread iterators kept for the next `fit` with
+        `iterators`; returns the ones kept (or `None`)."""
         if self._given is None or self._cache is None:
             return None
         key = ("leftover", self.blocks, self._options is not None)
-        return self._cache.swap(self._given, key, iterator)
-
-    def _attach(self, state):
-        for name, iterator in self._iterators.items():
-            if iterator is not None:
-                setattr(state, name, iterator)
-
-    def _track(self, name, iterator):
-        """Makes `iterator` (or a new one) the feed's `name`, tracked by
-        `state` if made, applying a deferred restore; returns whether it
-        applied (or none was due), and warns if the saved iterator is of
-        another pipeline (the steps per call, so the blocks, changed)."""
-        iterator = iterator or iter(self._host)
-        self._iterators[name] = iterator
-        if self._state is None:
-            return True
-        try:
-            setattr(self._state, name, iterator)
-            return True
-        except tf.errors.OpError as error:
-            logger.warning(
-                "The saved input position is for another input pipeline "
-                "(%s: the steps per call changed?). The data goes on from "
-                "a new pass, skipping the batches the interrupted epoch had "
-                "read; the shuffle order may differ from an uninterrupted "
-                "run.",
-                type(error).__name__,
-            )
-            # The failed restore cancelled that iterator, and was consumed.
-            iterator = iter(self._host)
-            self._iterators[name] = iterator
-            setattr(self._state, name, iterator)
-            return False
-
-    def _skip_consumed(self):
-        skip = self.resume_at[1] if self.resume_at else 0
-        iterator = self._iterators["iterator"]
-        for _ in range(math.ceil(skip / (self.blocks or 1))):
-            if next(iterator, None) is None:
-                break
+        return self._cache.swap(self._given, key, iterators)
 
 
 # Stand-ins made, by (cardinality, repr(spec)): a dataset is immutable, and
@@ -482,14 +353,15 @@ def make(model, x, y, kwargs, steps, cache=None):
         cache: The model's `InputCache`, or `None`.
 
     Returns:
-        A `HostFeed` or a `Feed` (see the module docstring).
+        A `HostFeed` or a `Feed` (see the module docstring), with its
+        new `InputPosition` (`position`), which the run holds.
     """
     arrays = _arrays(x, y, kwargs)
     why = _why_not_host(model, kwargs)
     if why is None and arrays is None and not isinstance(x, tf.data.Dataset):
         why = f"the input is a {type(x).__name__}, not a tf.data.Dataset"
     if why is not None:
-        return Feed(x, y, kwargs, why=why)
+        return Feed(x, y, kwargs, why=why, position=InputPosition())
     kwargs = dict(kwargs)
     if arrays is not None:
         batch_size = kwargs.pop("batch_size", None) or 32
@@ -520,13 +392,16 @@ def make(model, x, y, kwargs, steps, cache=None):
             and blocks_lib.eligible(model, x, kwargs, steps)
             else None
         )
+    position = InputPosition(
+        seed=seed, epoch_is_pass=kwargs.get("steps_per_epoch") is None
+    )
     return HostFeed(
         dataset,
         cardinality,
         spec,
         kwargs,
+        position=position,
         blocks=blocks,
-        seed=seed,
         stateless=arrays is not None,
         given=x if arrays is None else None,
         cache=cache,

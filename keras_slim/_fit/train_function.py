@@ -260,7 +260,7 @@ class TrainFunction:
             if feed.reads_blocks:
                 return functions.on_blocks(source)
             return functions.on_host(source)
-        if feed is not None and feed.resume_skips:
+        if feed is not None and feed.position.skips:
             feed.skip(iterator)
         if not functions.multi_step:
             return functions.keras(iterator), None  # Keras's own step

@@ -53,8 +53,11 @@ class Checkpoints(StepCallback):
     - for a `SlimModel`, a checkpoint also holds the input position
       (Keras's epoch, the step in it, the data iterator): a rerun of a
       `fit` that did not finish goes on where it stopped, and ends with
-      the weights of an uninterrupted run; a new `fit` after a finished
-      one runs its own schedule;
+      the weights of an uninterrupted run; so does a `fit` that continues
+      a finished one past its last epoch (`fit(epochs=4)` after
+      `fit(epochs=2)`; `keras_slim.train` or `keras-slim-train` with a
+      higher step target). A `fit` whose `epochs` does not go past the
+      finished one's runs its own schedule on its data afresh;
     - on SIGTERM or SIGINT, the call in flight finishes, the state is
       saved and `keras_slim.TrainingPreemptedError` stops training; under
       `MultiWorkerMirroredStrategy` a signal to any worker stops every
@@ -163,9 +166,9 @@ class Checkpoints(StepCallback):
             what="checkpoints",
             create=True,
         )
-        feed = self._run.feed
-        self._warn_about_input(feed)
-        data = None if feed is None else feed.state
+        self._warn_about_input(self._run.feed)
+        position = self._run.position
+        data = None if position is None else position.state
         if self._chief:
             # Before anything is read or written: one training at a time.
             self._lock = _checkpoint_dir.lock(self.directory)
@@ -176,7 +179,7 @@ class Checkpoints(StepCallback):
                 keep_hours=self.keep_checkpoint_every_n_hours is not None,
             )
         if self.restore:
-            self.restored_path = self._restore(data)
+            self.restored_path = self._restore(position)
             if self.restored_path:
                 logger.info(
                     "Resumed from %s (global step %d).",
@@ -200,8 +203,10 @@ class Checkpoints(StepCallback):
         self._start_step = step
         self._saved_step = step if self.restored_path else None
 
-    def _restore(self, data):
-        """Restores the newest readable checkpoint found by its files.
+    def _restore(self, position):
+        """Restores the newest readable checkpoint found by its files, with
+        its input position where the run's `position` says it applies (a
+        run that did not finish, or one this `fit` continues).
 
         The chief moves the files of newer checkpoints that cannot be read
         aside (never deletes them) and lists the rest in the state file.
@@ -218,6 +223,12 @@ class Checkpoints(StepCallback):
         failures = []
         for index in range(len(found) - 1, -1, -1):
             prefix = found[index][1]
+            data = None
+            applies = position is not None and position.applies(
+                prefix, self.params.get("epochs")
+            )
+            if applies is True:
+                data = position.state
             try:
                 training_state.restore_training_state(
                     self.model, prefix, data=data
@@ -242,6 +253,10 @@ class Checkpoints(StepCallback):
                     [p for _, p in found[: index + 1]],
                     preserve=self.keep_checkpoint_every_n_hours is not None,
                 )
+            if applies is True:
+                position.resume(self.model)
+            elif applies:
+                position.resume_without_iterators(prefix, self.model)
             return prefix
         if failures:
             raise RuntimeError(
@@ -353,10 +368,7 @@ class Checkpoints(StepCallback):
         self._run.signals.release()
         # The resume concerns this fit only (WarmStart reads it).
         self._run.resumed_from = None
-        feed = self._run.feed
-        if feed is not None:
-            # A rerun of a finished fit starts its own schedule.
-            feed.finished = True
+        position = self._run.position
         kept = self._training_weights
         if kept is not None:
             # Keras wrote the moving averages into the weights: save the
@@ -370,7 +382,7 @@ class Checkpoints(StepCallback):
             ran = step != self._start_step or self.restored_path is not None
             # A fit that ran no step from scratch (empty data) leaves no
             # untrained checkpoint behind.
-            if ran and (step != self._saved_step or feed is not None):
+            if ran and (step != self._saved_step or position is not None):
                 self.save()
         finally:
             for variable, value in averages if kept is not None else ():
@@ -401,8 +413,8 @@ class Checkpoints(StepCallback):
                 step,
             )
             return None
-        if self._run.feed is not None:
-            self._run.feed.save_position()
+        if self._run.position is not None:
+            self._run.position.save()
         with self._run.signals.saving():
             path = self._write_manager.save(checkpoint_number=step)
         self._saved_step = step

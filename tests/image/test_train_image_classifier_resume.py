@@ -1,8 +1,10 @@
 """keras-slim-train resumes exactly, as the library does.
 
 Each case runs the command once uninterrupted, then a chain in one
-`--train_dir`: a run killed with SIGKILL and a run stopped with SIGTERM,
-each at a randomly chosen step, and a last run left to finish. The chain's
+`--train_dir`: a run that finishes at a lower `--max_number_of_steps`
+(the common way to go on: the same command with a higher target), a run
+killed with SIGKILL or stopped with SIGTERM at a randomly chosen later
+step, and a last run left to finish. The chain's
 final checkpoint must hold the uninterrupted run's weights (the optimizer's
 slots and moving averages included). Checkpoints are saved every second,
 so a kill lands anywhere relative to the last save. The shards hold no
@@ -25,9 +27,12 @@ from keras_slim.image import datasets
 from tests.image.test_eval_image_classifier import colored_images
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-# A prime: the steps per call divide the run's steps, so each call is one
-# step and a signal can land at any step.
-STEPS = 37
+# Primes above 32 (the most steps per call): the steps per call divide the
+# run's steps, so each call is one step and a signal can land at any step;
+# a finished run's lower target keeps one step per call too (other steps
+# per call read other blocks of batches: tests/test_position.py).
+STEPS = 53
+FINISHED_AT = (37, 41, 43)
 COMMON = [
     *["--max_number_of_steps", str(STEPS), "--log_every_n_steps", "1"],
     *["--save_interval_secs", "1", "--save_summaries_secs", "3600"],
@@ -128,10 +133,21 @@ CASES = {
 }
 
 
+# The signal each chain's interrupted run gets (after the finished run).
+SIGNALS = {
+    "digits-2-clones-moving-averages": signal.SIGKILL,
+    "folder-augmented": signal.SIGTERM,
+    "tfrecords-augmented-moving-averages": signal.SIGKILL,
+}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_killed_and_stopped_then_rerun_equals_an_uninterrupted_run(
+def test_continued_interrupted_then_rerun_equals_an_uninterrupted_run(
     case, images, tmp_path
 ):
+    """The chain: a run that finishes at a random `--max_number_of_steps`
+    below the target, the same command with the target, interrupted at a
+    random later step, and a last run left to finish."""
     flags = [
         f.format(folder=images / "folder", tfrecords=images / "tfrecords")
         for f in CASES[case]
@@ -142,12 +158,17 @@ def test_killed_and_stopped_then_rerun_equals_an_uninterrupted_run(
         assert any("No held-out accuracy" in line for line in lines[:10])
 
     rng = np.random.default_rng(len(case))
-    kill_at, stop_at = sorted(rng.choice(np.arange(3, STEPS - 3), 2, False))
+    finish_at = int(rng.choice(FINISHED_AT))
+    signal_at = int(rng.integers(finish_at + 2, STEPS - 2))
     chain = tmp_path / "chain"
-    code, killed, lines = command(chain, flags, kill_at, signal.SIGKILL)
-    assert code == -signal.SIGKILL and killed < STEPS, lines[-10:]
-    code, stopped, lines = command(chain, flags, stop_at, signal.SIGTERM)
-    assert code == PREEMPTED_EXIT_CODE and stopped < STEPS, lines[-10:]
+    fewer = [*flags, "--max_number_of_steps", str(finish_at)]
+    code, step, lines = command(chain, fewer)
+    assert code == 0 and step == finish_at, lines[-10:]
+    number = SIGNALS[case]
+    code, stopped, lines = command(chain, flags, signal_at, number)
+    expected = -number if number == signal.SIGKILL else PREEMPTED_EXIT_CODE
+    assert code == expected and finish_at < stopped < STEPS, lines[-10:]
+    assert any(line.startswith("Resumed from ") for line in lines)
     code, step, lines = command(chain, flags)
     assert code == 0 and step == STEPS, lines[-10:]
     assert any(line.startswith("Resumed from ") for line in lines)
