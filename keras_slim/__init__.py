@@ -20,6 +20,7 @@ from keras_slim import gradients  # noqa: E402
 from keras_slim import optimizers  # noqa: E402
 from keras_slim import training_state  # noqa: E402
 from keras_slim.deployment import DeploymentConfig  # noqa: E402
+from keras_slim.errors import CheckpointSaveError  # noqa: E402
 from keras_slim.errors import NanLossDuringTrainingError  # noqa: E402
 from keras_slim.errors import TrainingPreemptedError  # noqa: E402
 from keras_slim.learning import train  # noqa: E402
@@ -30,6 +31,7 @@ from keras_slim.policy import GradientPolicy  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckpointSaveError",
     "DeploymentConfig",
     "GradientPolicy",
     "NanLossDuringTrainingError",

@@ -8,9 +8,11 @@ disagrees, what an interrupted save left (`model.ckpt-<step>_temp/`) is
 removed, and a checkpoint that cannot be read is moved aside
 (`<name>.damaged-<time>`), never deleted. One training at a time holds a
 directory: `lock` writes `.keras_slim.lock` with the holder's pid and
-host; a lock whose process is gone is taken over.
+host; a lock whose process is gone is taken over. `save` writes a
+checkpoint so that a failure (a full disk) loses nothing complete.
 """
 
+import errno
 import json
 import logging
 import os
@@ -20,6 +22,8 @@ import socket
 import time
 
 import tensorflow as tf
+
+from keras_slim.errors import CheckpointSaveError
 
 logger = logging.getLogger("keras_slim")
 
@@ -71,10 +75,12 @@ def _move_aside(path):
 def repair(directory, name, *, keep_hours=False):
     """Makes the state file agree with the checkpoint files on disk.
 
-    Removes leftover `<name>-<step>_temp` directories of interrupted saves;
-    when the state file is garbage, empty, missing or lists other
-    checkpoints than the files, moves it aside (when present) and writes it
-    anew from the files, with a warning.
+    Removes leftover `<name>-<step>_temp` directories and temporary state
+    files (`checkpoint.tmp<hex>`) of interrupted saves; settles a
+    checkpoint an interrupted save was replacing (`save`): the new one if
+    whole, else the one before it; when the state file is garbage, empty,
+    missing or lists other checkpoints than the files, moves it aside
+    (when present) and writes it anew from the files, with a warning.
 
     Args:
         directory: The checkpoint directory (it exists).
@@ -90,6 +96,8 @@ def repair(directory, name, *, keep_hours=False):
             path = os.path.join(directory, entry.rstrip("/"))
             shutil.rmtree(path, ignore_errors=True)
             logger.warning("Removed %s, left by an interrupted save.", path)
+    _settle_interrupted(directory, name)
+    _remove_state_temps(directory)
     files = [prefix for _, prefix in checkpoint_files(directory, name)]
     state_file = os.path.join(directory, "checkpoint")
     listed = _state_paths(directory)
@@ -116,6 +124,31 @@ def repair(directory, name, *, keep_hours=False):
             [os.path.basename(f) for f in files],
         )
     write_state(directory, files, preserve=keep_hours)
+
+
+def _settle_interrupted(directory, name):
+    """Settles each checkpoint a save was replacing when the process died
+    (its `<prefix>.previous` files are there)."""
+    replaced = re.compile(
+        "(" + re.escape(name) + r"-\d+)" + re.escape(PREVIOUS) + r"\."
+    )
+    for base in sorted(
+        {
+            m.group(1)
+            for m in map(replaced.match, tf.io.gfile.listdir(directory))
+            if m
+        }
+    ):
+        prefix = os.path.join(directory, base)
+        kept = _complete(prefix)
+        _settle(prefix)
+        logger.warning(
+            "An interrupted save was replacing %s: %s.",
+            prefix,
+            "the new one is whole and kept"
+            if kept
+            else "the previous one is put back",
+        )
 
 
 def write_state(directory, prefixes, *, preserve=False):
@@ -146,12 +179,215 @@ def write_state(directory, prefixes, *, preserve=False):
 
 def set_aside(prefix):
     """Moves the files of an unreadable checkpoint aside; returns them."""
+    return [_move_aside(path) for path in _files_of(prefix)]
+
+
+#: Where `save` keeps a checkpoint of the same number while it is
+#: replaced: `<name>-<step>.previous`, itself a readable checkpoint prefix.
+PREVIOUS = ".previous"
+
+# What the file system's failures read as in TensorFlow's messages.
+_STRERRORS = {
+    errno.ENOSPC: "No space left on device",
+    errno.EDQUOT: "Disk quota exceeded",
+    errno.EFBIG: "File too large",
+    errno.EACCES: "Permission denied",
+    errno.EPERM: "Operation not permitted",
+    errno.EROFS: "Read-only file system",
+}
+# TensorFlow's codes for errno (tsl's ErrnoToCode), when its message has
+# no strerror: ENOSPC is RESOURCE_EXHAUSTED, EFBIG OUT_OF_RANGE.
+_OP_ERRNOS = {
+    tf.errors.ResourceExhaustedError: errno.ENOSPC,
+    tf.errors.OutOfRangeError: errno.EFBIG,
+    tf.errors.PermissionDeniedError: errno.EACCES,
+}
+# Other OpErrors that a file system's failure becomes.
+_OP_IO_ERRORS = (
+    tf.errors.UnknownError,
+    tf.errors.UnavailableError,
+    tf.errors.DataLossError,
+    tf.errors.NotFoundError,
+    tf.errors.AbortedError,
+)
+
+
+def _files_of(prefix):
+    """The files of the checkpoint `prefix`: its index and data shards."""
     directory, base = os.path.split(prefix)
-    moved = []
+    if not tf.io.gfile.isdir(directory):
+        return []  # a worker's directory, made by the save
+    # Exactly: not the files set aside (`<file>.damaged-<time>`).
+    pattern = re.compile(re.escape(base) + r"\.(index|data-\d+-of-\d+)")
+    return [
+        os.path.join(directory, entry)
+        for entry in tf.io.gfile.listdir(directory)
+        if pattern.fullmatch(entry)
+    ]
+
+
+def _complete(prefix):
+    """Whether the checkpoint `prefix` is whole: every data shard there,
+    and an index that reads to its end.
+
+    TensorFlow moves the data in place before it writes the index, so a
+    whole index beside the data means a whole checkpoint.
+    """
+    shards = [
+        re.search(r"\.data-(\d+)-of-(\d+)$", path) for path in _files_of(prefix)
+    ]
+    counts = {int(m.group(2)) for m in shards if m}
+    if len(counts) != 1 or len([m for m in shards if m]) != counts.pop():
+        return False
+    try:
+        tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except Exception:  # A partial index fails in many ways.
+        return False
+    return True
+
+
+def _rename_files(prefix, target):
+    # The index last: until it moves, `prefix` is not a checkpoint.
+    files = sorted(_files_of(prefix), key=lambda p: p.endswith(".index"))
+    for path in files:
+        os.replace(path, target + path[len(prefix) :])
+
+
+def _remove_files(prefix):
+    for path in _files_of(prefix):
+        os.remove(path)
+
+
+def _remove_state_temps(directory):
+    """Removes the temporary state files (`checkpoint.tmp<hex>`) that
+    TensorFlow leaves when writing the state file fails."""
+    if not tf.io.gfile.isdir(directory):
+        return
     for entry in tf.io.gfile.listdir(directory):
-        if entry == base + ".index" or entry.startswith(base + ".data-"):
-            moved.append(_move_aside(os.path.join(directory, entry)))
-    return moved
+        if re.fullmatch(r"checkpoint\.tmp[0-9a-f]+", entry):
+            os.remove(os.path.join(directory, entry))
+
+
+def _settle(prefix):
+    """After a save of `prefix` that did not finish: keeps what it wrote
+    if whole, else removes it and puts back the checkpoint it replaced
+    (`<prefix>.previous`).
+
+    Without a replaced checkpoint, the files at `prefix` are the failed
+    save's own (`save` found none there before it).
+    """
+    shutil.rmtree(prefix + "_temp", ignore_errors=True)
+    previous = prefix + PREVIOUS
+    if not _files_of(previous):
+        if _files_of(prefix) and not _complete(prefix):
+            _remove_files(prefix)
+    elif _complete(prefix):
+        _remove_files(previous)
+    else:
+        # Over what the save wrote part way, which has the same names.
+        _rename_files(previous, prefix)
+
+
+def _failure_errno(error):
+    """The `errno` of a file system's failure, `0` when it has none, or
+    `None` when `error` is not a file system's failure."""
+    if isinstance(error, OSError):
+        return error.errno or 0
+    if not isinstance(error, tf.errors.OpError):
+        return None
+    for number, text in _STRERRORS.items():
+        if text.lower() in error.message.lower():
+            return number
+    for cls, number in _OP_ERRNOS.items():
+        if isinstance(error, cls):
+            return number
+    return 0 if isinstance(error, _OP_IO_ERRORS) else None
+
+
+def _detail(error):
+    if isinstance(error, tf.errors.OpError):
+        # Without TensorFlow's `{{function_node ...}}` prefix.
+        text = re.sub(r"^\{\{[^}]*\}\}\s*", "", error.message)
+        return f"{type(error).__name__}: {text}"
+    return f"{type(error).__name__}: {error}"
+
+
+def save(manager, number, *, name, preserve=False):
+    """Saves checkpoint `number` with `manager`; a failure loses nothing.
+
+    TensorFlow writes a checkpoint's data and index in `<prefix>_temp/`,
+    moves the data in place and writes `<prefix>.index` (directly), then
+    the state file (through `checkpoint.tmp<hex>`), and deletes the
+    checkpoints beyond `max_to_keep`. A full disk can stop it at any of
+    these; the checkpoints before are untouched, except one of the same
+    number, whose data would be replaced and index truncated: it is moved
+    aside (`<prefix>.previous`) first, and put back if the save fails.
+    After a failure, what the save wrote part way is removed (a whole new
+    checkpoint is kept), and the state file is written again from the
+    files when it no longer lists them (when it can be: its write is
+    atomic).
+
+    Args:
+        manager: The `tf.train.CheckpointManager` that writes.
+        number: Integer. The checkpoint's number (the global step).
+        name: The checkpoint name (`model.ckpt`).
+        preserve: As for `write_state`. Defaults to `False`.
+
+    Returns:
+        The path written.
+
+    Raises:
+        CheckpointSaveError: when the file system failed (a full disk, a
+            file-size limit, no permission), naming the directory and the
+            last complete checkpoint in it.
+    """
+    directory = manager.directory
+    prefix = os.path.join(directory, f"{name}-{number}")
+    replaced = bool(_files_of(prefix))
+    try:
+        if replaced:
+            _rename_files(prefix, prefix + PREVIOUS)
+        path = manager.save(checkpoint_number=number)
+    except Exception as error:
+        found = _recover(directory, prefix, name, preserve)
+        error_number = _failure_errno(error)
+        if error_number is None:
+            raise
+        raise CheckpointSaveError(
+            directory,
+            number,
+            found[-1] if found else None,
+            error_number or None,
+            _detail(error),
+        ) from error
+    if replaced:
+        _remove_files(prefix + PREVIOUS)
+    return path
+
+
+def _recover(directory, prefix, name, preserve):
+    """Undoes a failed save of `prefix`; returns the complete checkpoints
+    left, oldest first."""
+    _settle(prefix)
+    _remove_state_temps(directory)
+    found = [p for _, p in checkpoint_files(directory, name)]
+    listed = _state_paths(directory)
+    same = listed is not None and sorted(
+        map(os.path.normpath, listed)
+    ) == sorted(map(os.path.normpath, found))
+    if not same:
+        try:
+            write_state(directory, found, preserve=preserve)
+        except (OSError, tf.errors.OpError) as error:
+            # The state file is written atomically: the old one stays.
+            logger.warning(
+                "The checkpoint state file of %s could not be written "
+                "again (%s); a rerun writes it from the files.",
+                directory,
+                _detail(error),
+            )
+            _remove_state_temps(directory)
+    return found
 
 
 def _alive(pid):
@@ -180,6 +416,8 @@ def lock(directory):
     Raises:
         RuntimeError: if another live process holds the directory (the
             message names the directory, the pid, the host and since when).
+        OSError: when the lock cannot be written (a full disk); none is
+            left behind.
     """
     path = os.path.join(directory, LOCK_NAME)
     me = {
@@ -211,8 +449,12 @@ def lock(directory):
                 "would mix their checkpoints: wait for it to end, use another "
                 f"directory, or delete {path} if that process is gone."
             ) from None
-        with os.fdopen(fd, "w") as f:
-            json.dump(me, f)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+        except OSError:
+            os.remove(path)  # No empty lock behind (a full disk).
+            raise
         return path
     raise RuntimeError(f"Could not take the lock {path}.")
 
@@ -244,5 +486,7 @@ def unlock(path):
     if holder is not None and holder.get("pid") == os.getpid():
         try:
             os.remove(path)
-        except FileNotFoundError:
+        # A directory made read-only: the next run takes the lock over
+        # (its process is gone), and the error that ended this one shows.
+        except OSError:
             pass

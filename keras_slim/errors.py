@@ -1,5 +1,7 @@
 """Errors raised by keras_slim."""
 
+import errno
+
 
 class NanLossDuringTrainingError(RuntimeError):
     """Raised when the training loss, or the gradient, is NaN or infinite.
@@ -122,3 +124,74 @@ class TrainingPreemptedError(RuntimeError):
 
     def __reduce__(self):
         return (type(self), (self.step, self.checkpoint, self.signal_name))
+
+
+class CheckpointSaveError(OSError):
+    """Raised when a checkpoint cannot be written: a full disk, a file-size
+    limit, a directory without write permission.
+
+    `keras_slim.callbacks.Checkpoints` (and so `keras_slim.train` with a
+    `logdir`, and `keras-slim-train`) stops training with this error when a
+    save fails. Nothing complete is lost: the checkpoints saved before are
+    left whole, what the failed save wrote part way is removed, and the
+    `checkpoint` state file lists only complete checkpoints, so a rerun
+    with space resumes from the last complete one (`checkpoint`).
+    `errno` is the failure's (`errno.ENOSPC`, `errno.EFBIG`,
+    `errno.EACCES` ...), also when TensorFlow reported it as an `OpError`
+    (`ResourceExhaustedError`, `OutOfRangeError`, `PermissionDeniedError`,
+    whose text is `detail`); `None` when the failure did not say.
+
+    Args:
+        directory: The checkpoint directory.
+        step: Integer. The global step whose checkpoint failed.
+        checkpoint: The path of the last complete checkpoint in
+            `directory`, or `None` when there is none.
+        error_number: The failure's `errno` code, or `None` when unknown.
+        detail: Text. What the file system or TensorFlow said.
+
+    Example:
+    ```python
+    try:
+        keras_slim.train(model, data, logdir="/tmp/run", number_of_steps=10**6)
+    except keras_slim.CheckpointSaveError as e:
+        print(e.directory, e.checkpoint)  # free space, rerun: it resumes
+    ```
+    """
+
+    def __init__(self, directory, step, checkpoint, error_number, detail):
+        self.directory = directory
+        self.step = int(step)
+        self.checkpoint = checkpoint
+        self.detail = detail
+        what, remedy = _SAVE_FAILURES.get(error_number, (None, "fix that"))
+        what = f"{what} ({detail})" if what else detail
+        last = (
+            f"No complete checkpoint was lost: the last one is "
+            f"{checkpoint!r}; {remedy} and rerun to resume from it."
+            if checkpoint
+            else f"No checkpoint was complete there yet; {remedy} and rerun "
+            "to train from the start."
+        )
+        super().__init__(
+            f"Cannot save the checkpoint of global step {self.step} in "
+            f"{directory!r}: {what}. {last}"
+        )
+        # Set after: with `strerror` unset the message stays the one above.
+        self.errno = error_number
+
+    def __reduce__(self):
+        args = (self.directory, self.step, self.checkpoint, self.errno)
+        return (type(self), (*args, self.detail))
+
+
+_SAVE_FAILURES = {
+    errno.ENOSPC: ("the disk is full", "free space"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space"),
+    errno.EFBIG: (
+        "a file is too large for the file-size limit",
+        "raise the limit (`ulimit -f`)",
+    ),
+    errno.EACCES: ("permission denied", "make the directory writable"),
+    errno.EPERM: ("permission denied", "make the directory writable"),
+    errno.EROFS: ("the file system is read-only", "make it writable"),
+}

@@ -165,6 +165,10 @@ def train(
         keras_slim.TrainingPreemptedError: on SIGTERM or SIGINT, after the
             call in flight finished and `model.ckpt-<step>` was saved (with
             a `logdir`); a rerun resumes from it.
+        keras_slim.CheckpointSaveError: when a checkpoint cannot be
+            written in `logdir` (a full disk, a file-size limit, no
+            permission); no complete checkpoint is lost, and a rerun with
+            space resumes from the last one.
         RuntimeError: before any step, when another process trains in
             `logdir`.
 

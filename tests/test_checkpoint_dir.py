@@ -94,6 +94,34 @@ def test_a_leftover_temp_directory_is_removed(tmp_path):
     assert not temp.exists()
 
 
+@pytest.mark.parametrize("new", ["partial", "whole"])
+def test_a_replacement_a_kill_interrupted_is_settled(new, tmp_path, caplog):
+    """A process killed while it saved model.ckpt-30 again: the old files
+    are at model.ckpt-30.previous; the new ones partial or whole."""
+    trained(tmp_path)
+    old = {p.name: p.read_bytes() for p in tmp_path.glob("model.ckpt-30.*")}
+    for name, data in old.items():
+        (tmp_path / name.replace("-30.", "-30.previous.")).write_bytes(data)
+    if new == "partial":
+        (tmp_path / "model.ckpt-30.index").write_bytes(b"")
+    (tmp_path / "checkpoint.tmp0123abcd").write_text("model_checkp")
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    model, saver = rerun(tmp_path)
+    assert saver.restored_path == str(tmp_path / "model.ckpt-30")
+    assert common.step(model) == 35
+    settled = "previous one is put back" if new == "partial" else "kept"
+    assert f"replacing {tmp_path}/model.ckpt-30: " in caplog.text
+    assert settled in caplog.text
+    assert not list(tmp_path.glob("*previous*"))
+    assert not list(tmp_path.glob("checkpoint.tmp*"))
+    assert indexes(tmp_path) == [
+        "model.ckpt-10.index",
+        "model.ckpt-20.index",
+        "model.ckpt-30.index",
+        "model.ckpt-35.index",
+    ]
+
+
 def test_an_unreadable_newest_checkpoint_is_moved_aside(tmp_path, caplog):
     trained(tmp_path)
     data_file = next(tmp_path.glob("model.ckpt-30.data-*"))

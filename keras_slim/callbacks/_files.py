@@ -1,5 +1,6 @@
 """Checking, before the first step, that a callback can write its files."""
 
+import contextlib
 import os
 import uuid
 
@@ -39,9 +40,12 @@ def check_writable(name, directory, *, what, create):
             if not tf.io.gfile.isdir(target):
                 raise NotADirectoryError(f"{target!r} is not a directory")
         probe = os.path.join(target, f".keras_slim_probe_{uuid.uuid4().hex}")
-        with tf.io.gfile.GFile(probe, "w") as f:
-            f.write("")
-        tf.io.gfile.remove(probe)
+        try:
+            with tf.io.gfile.GFile(probe, "w") as f:
+                f.write("x")  # A byte: an empty file fits on a full disk.
+        finally:
+            with contextlib.suppress(OSError, tf.errors.OpError):
+                tf.io.gfile.remove(probe)
     except (OSError, tf.errors.OpError) as error:
         raise ValueError(
             f"Invalid value for argument `{name}`: {what} cannot be written "

@@ -64,7 +64,11 @@ class Checkpoints(StepCallback):
       worker at the same step (they agree about once a second);
     - checkpoints are found by their files, whatever the `checkpoint`
       state file says; an unreadable one is moved aside, never deleted;
-      one training at a time holds the directory (`.keras_slim.lock`).
+      one training at a time holds the directory (`.keras_slim.lock`);
+    - a save that fails (a full disk, a file-size limit, no permission)
+      loses no complete checkpoint, leaves none partly written, and stops
+      training with `keras_slim.CheckpointSaveError`, naming the directory
+      and the last complete checkpoint, from which a rerun resumes.
 
     The directory is created and test-written when training begins, before
     the first step. docs/tutorials/training_services.md says what resume
@@ -96,6 +100,8 @@ class Checkpoints(StepCallback):
             be created or written, or a checkpoint of another model.
         RuntimeError: at train begin, when another process trains in the
             directory, or when no checkpoint in it can be read.
+        keras_slim.CheckpointSaveError: during training, when a
+            checkpoint cannot be written.
 
     Example:
     ```python
@@ -393,9 +399,18 @@ class Checkpoints(StepCallback):
     def save(self):
         """Saves the training state now, unless a variable is not finite.
 
+        A save that fails loses no complete checkpoint: the ones before
+        stay whole, what it wrote part way is removed, and the
+        `checkpoint` state file lists only complete checkpoints.
+
         Returns:
             The path written, or `None` when nothing was written (a
             non-finite state, or a worker that is not the chief).
+
+        Raises:
+            keras_slim.CheckpointSaveError: when the checkpoint cannot be
+                written (a full disk, a file-size limit, no permission),
+                naming the directory and its last complete checkpoint.
         """
         step = self.counter.sync()
         if not self._loss_finite:
@@ -416,7 +431,12 @@ class Checkpoints(StepCallback):
         if self._run.position is not None:
             self._run.position.save()
         with self._run.signals.saving():
-            path = self._write_manager.save(checkpoint_number=step)
+            path = _checkpoint_dir.save(
+                self._write_manager,
+                step,
+                name=training_state.CHECKPOINT_NAME,
+                preserve=self.keep_checkpoint_every_n_hours is not None,
+            )
         self._saved_step = step
         if not self._chief:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)

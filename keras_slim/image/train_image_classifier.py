@@ -16,10 +16,12 @@ how to open TensorBoard; `keras-slim-eval` evaluates the checkpoints.
         --max_number_of_steps 600 --optimizer adam --learning_rate 0.005
 
 Exit codes: 0 on success, 1 when the loss is not finite (as
-tf.contrib.learn's NanLossDuringTrainingError), 2 for a bad flag (the
-message names it), 42 when SIGTERM or SIGINT stopped training after a
-checkpoint was saved (TensorFlow's restart code: a job manager reruns the
-command, which resumes).
+tf.contrib.learn's NanLossDuringTrainingError) or a checkpoint cannot be
+written in `--train_dir` (a full disk, a file-size limit, no permission:
+the checkpoints before are left whole, and a rerun with space resumes
+from the last), 2 for a bad flag (the message names it), 42 when SIGTERM
+or SIGINT stopped training after a checkpoint was saved (TensorFlow's
+restart code: a job manager reruns the command, which resumes).
 
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
@@ -346,7 +348,10 @@ def run(flags):
             is_chief=config.is_chief,
             callbacks=progress,
         )
-    except keras_slim.NanLossDuringTrainingError as error:
+    except (
+        keras_slim.NanLossDuringTrainingError,
+        keras_slim.CheckpointSaveError,
+    ) as error:
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return 1
     except keras_slim.TrainingPreemptedError as error:

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 
@@ -288,6 +289,58 @@ def test_nan_loss_exits_1(tmp_path):
     )
     assert result.returncode == 1, result.stderr[-3000:]
     assert "NaN loss" in result.stderr or "not finite" in result.stderr
+
+
+def test_a_full_disk_exits_1_naming_the_train_dir_then_resumes(
+    tmp_path, capsys
+):
+    """A run saves model.ckpt-2; a rerun to step 4 under a file-size limit
+    its checkpoint exceeds (a subprocess: the console script's exit; writes
+    past the limit fail with EFBIG, Python ignores SIGXFSZ) says so and
+    exits 1, leaving model.ckpt-2 whole; a rerun with room resumes from
+    it. The runs around it are in this process (no TensorFlow import)."""
+    flags = ["--train_dir", str(tmp_path), "--save_summaries_secs", "3600"]
+    assert cli.main([*flags, "--max_number_of_steps", "2"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.glob("*ckpt*")}
+    data = tmp_path / "model.ckpt-2.data-00000-of-00001"
+    limit = os.path.getsize(data) // 2
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    result = subprocess.run(
+        [
+            sys.executable,
+            *["-m", "keras_slim.image.train_image_classifier"],
+            *[*flags, "--max_number_of_steps", "4"],
+        ],
+        preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_FSIZE, (limit, hard)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert (
+        "keras-slim-train: Cannot save the checkpoint of global step 4 in "
+        f"'{tmp_path}': a file is too large" in result.stderr
+    )
+    assert f"the last one is '{tmp_path}/model.ckpt-2'" in result.stderr
+    assert "Traceback" not in result.stderr
+    after = {p.name: p.read_bytes() for p in tmp_path.glob("*ckpt*")}
+    assert after == before
+    assert (
+        (tmp_path / "checkpoint")
+        .read_text()
+        .startswith('model_checkpoint_path: "model.ckpt-2"')
+    )
+    capsys.readouterr()
+    assert cli.main([*flags, "--max_number_of_steps", "4"]) == 0
+    out = capsys.readouterr().out
+    assert f"Resumed from {tmp_path}/model.ckpt-2 (global step 2)." in out
+    assert "(global step 4)" in out
+    assert tf.train.latest_checkpoint(str(tmp_path)) == str(
+        tmp_path / "model.ckpt-4"
+    )
 
 
 def test_fine_tune_from_digits_0_4_to_5_9(tmp_path):
