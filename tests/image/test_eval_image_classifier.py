@@ -388,3 +388,58 @@ def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
     # Batch-norm statistics (not trainable) come from the model's values.
     moving = [v for v in fresh.variables if "moving_mean" in v.path]
     assert moving and all(np.all(v.numpy() == 0) for v in moving)
+
+
+def test_a_checkpoint_path_that_is_not_a_checkpoint_is_refused(
+    bad_checkpoint, tmp_path, capsys
+):
+    """Refused before evaluating, naming it (tests/image/conftest.py)."""
+    path, said = bad_checkpoint
+    eval_dir = tmp_path / "eval"
+    try:
+        code = eval_cli.main(
+            ["--checkpoint_path", path, "--eval_dir", str(eval_dir)]
+        )
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code == 2
+    captured = capsys.readouterr()
+    assert said["eval"] in captured.err
+    assert "Traceback" not in captured.err
+    assert "eval/Accuracy" not in captured.out
+
+
+def test_a_checkpoint_unreadable_at_the_restore_is_named(
+    tmp_path, capsys, monkeypatch
+):
+    """A checkpoint whose index reads but whose data does not (TensorFlow
+    raises at the restore): exit 2 naming it, nothing evaluated."""
+    import tensorflow as tf
+
+    from keras_slim import training_state
+
+    prefix = _digits_checkpoint(tmp_path, 3)
+
+    def unreadable(model, path):
+        raise tf.errors.DataLossError(None, None, "Read less bytes")
+
+    monkeypatch.setattr(training_state, "restore_for_inference", unreadable)
+    assert eval_cli.main(["--checkpoint_path", prefix]) == 2
+    captured = capsys.readouterr()
+    assert (
+        f"keras-slim-eval: error: The checkpoint {prefix!r} could not be "
+        "read (Read less bytes): it is not a checkpoint, or a truncated"
+    ) in captured.err
+    assert "eval/Accuracy" not in captured.out
+
+
+def test_a_keras_weights_file_is_refused(tmp_path, capsys):
+    path = str(tmp_path / "digits.weights.h5")
+    nets.build("digits_cnn", 10).save_weights(path)
+    with pytest.raises(SystemExit) as exit_info:
+        eval_cli.main(["--checkpoint_path", path])
+    assert exit_info.value.code == 2
+    assert (
+        f"flag --checkpoint_path: {path!r} is a Keras weights file; "
+        "keras-slim-eval evaluates checkpoints"
+    ) in capsys.readouterr().err
