@@ -226,11 +226,12 @@ def _restore(model, path, flags):
 
 def _evaluate_checkpoint(model, task, path, writer, flags):
     step, averaged = _restore(model, path, flags)
-    results = evaluate(
-        model,
-        task.make_dataset(None),
-        max_num_batches=flags.max_num_batches,
-    )
+    with _task.images_named(task):
+        results = evaluate(
+            model,
+            task.make_dataset(None),
+            max_num_batches=flags.max_num_batches,
+        )
     values = {
         "eval/Accuracy": results["accuracy"],
         "eval/loss": results["loss"],

@@ -443,3 +443,47 @@ def test_a_keras_weights_file_is_refused(tmp_path, capsys):
         f"flag --checkpoint_path: {path!r} is a Keras weights file; "
         "keras-slim-eval evaluates checkpoints"
     ) in capsys.readouterr().err
+
+
+def test_an_image_that_does_not_decode_is_named_by_both_commands(
+    tmp_path, capsys
+):
+    """Deeper than the first image of its class, it fails at the read;
+    the command names the file and exits 2, without a traceback."""
+    data = tmp_path / "data"
+    for split, seed in (("train", 0), ("validation", 1)):
+        images, labels = colored_images(per_class=4, size=16, seed=seed)
+        datasets.write_image_folder(
+            images, labels, data / split, class_names=CLASSES
+        )
+    common = ["--dataset_dir", str(data), "--batch_size", "4"]
+    train_dir = str(tmp_path / "train")
+    train = [
+        *["--train_dir", train_dir, "--train_image_size", "16", *common],
+        *["--nosummarize_activations", "--max_number_of_steps"],
+    ]
+    assert train_cli.main([*train, "2"]) == 0
+    damaged = {}
+    for split in ("train", "validation"):
+        damaged[split] = sorted((data / split / "green").iterdir())[-1]
+        damaged[split].write_bytes(damaged[split].read_bytes()[:40])
+    capsys.readouterr()
+
+    evaluate = ["--checkpoint_path", train_dir, "--eval_image_size", "16"]
+    assert eval_cli.main([*evaluate, *common]) == 2
+    captured = capsys.readouterr()
+    assert (
+        "keras-slim-eval: error: 1 image does not decode:\n  "
+        f"{str(damaged['validation'])!r}: Invalid PNG"
+    ) in captured.err
+    assert "\nRemove or replace each file" in captured.err
+    assert "Traceback" not in captured.err
+    assert "eval/Accuracy" not in captured.out
+
+    assert train_cli.main([*train, "12"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "keras-slim-train: error: 1 image does not decode:\n  "
+        f"{str(damaged['train'])!r}: Invalid PNG"
+    ) in err
+    assert "Traceback" not in err
