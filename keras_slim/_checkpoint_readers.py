@@ -15,6 +15,7 @@
 
 import io
 import os
+import re
 import zipfile
 
 import h5py
@@ -27,6 +28,18 @@ from keras_slim.gradients import variable_path
 
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _KERAS_SUFFIXES = (".h5", ".keras")
+# The files of a checkpoint prefix, which users pass for the prefix.
+_CHECKPOINT_FILE = re.compile(r"(.+)(\.index|\.data-\d+-of-\d+)$")
+#: What a warm start reads, for the error messages.
+EXPECTED = (
+    "Expected a checkpoint directory, a checkpoint prefix (such as "
+    "'model.ckpt-123', beside its .index and .data files) or a Keras "
+    ".weights.h5 / .keras file."
+)
+# What TensorFlow's and h5py's readers raise on a damaged file: an
+# `OpError` (DataLossError, ...), and `IndexError` for a data file shorter
+# than its index says (TensorFlow's OUT_OF_RANGE).
+_READ_ERRORS = (tf.errors.OpError, IndexError, OSError)
 
 
 class TF1Reader:
@@ -50,7 +63,10 @@ class TF1Reader:
         return key if key in self.entries else None
 
     def read(self, name):
-        return np.asarray(self._reader.get_tensor(self._keys[name]))
+        try:
+            return np.asarray(self._reader.get_tensor(self._keys[name]))
+        except _READ_ERRORS as error:
+            raise damaged(self.path, error) from None
 
     def default_keys(self, variables, layers=()):
         """A variable's key is its path."""
@@ -127,6 +143,8 @@ class KerasReader:
         self.path = path
         if path.endswith(".keras"):
             with zipfile.ZipFile(path) as archive:
+                if "model.weights.h5" not in archive.namelist():
+                    raise zipfile.BadZipFile("no model.weights.h5 inside")
                 data = archive.read("model.weights.h5")
             self._file = h5py.File(io.BytesIO(data), "r")
         else:
@@ -147,7 +165,10 @@ class KerasReader:
         return key if key in self.entries else None
 
     def read(self, name):
-        return np.asarray(self._file[name])
+        try:
+            return np.asarray(self._file[name])
+        except _READ_ERRORS as error:
+            raise damaged(self.path, error) from None
 
     def close(self):
         self._file.close()
@@ -190,7 +211,10 @@ def resolve(checkpoint):
         `"keras"`) and `path`.
 
     Raises:
-        FileNotFoundError: if nothing readable is at `checkpoint`.
+        FileNotFoundError: if nothing is at `checkpoint` (a file of a
+            checkpoint, `.index` or `.data-...`, names its prefix).
+        ValueError: for a file that is not a checkpoint, or a truncated or
+            damaged one (`damaged`); its `read` raises the same.
     """
     path = _validation.path("checkpoint", checkpoint)
     if os.path.isdir(path):
@@ -198,22 +222,63 @@ def resolve(checkpoint):
         if latest is None:
             raise FileNotFoundError(
                 f"The directory {path!r} holds no checkpoint (no "
-                "'checkpoint' file naming one). Expected a checkpoint "
-                "directory, a checkpoint prefix or a Keras .weights.h5 / "
-                ".keras file."
+                f"'checkpoint' file naming one). {EXPECTED}"
             )
         path = latest
     if path.endswith(_KERAS_SUFFIXES):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"The Keras file {path!r} does not exist.")
-        return KerasReader(path)
+        return _open(KerasReader, path)
     if not tf.io.gfile.exists(path + ".index"):
-        raise FileNotFoundError(
-            f"No checkpoint at {path!r}: neither a directory, nor a "
-            f"checkpoint prefix (no {path + '.index'!r}), nor a Keras "
-            ".weights.h5 / .keras file."
-        )
+        raise FileNotFoundError(_not_found(path))
+    return _open(_prefix_reader, path)
+
+
+def _open(reader, path):
+    """`reader(path)`, a damaged or foreign file raising `damaged`."""
+    try:
+        return reader(path)
+    except (*_READ_ERRORS, zipfile.BadZipFile) as error:
+        raise damaged(path, error) from None
+
+
+def _prefix_reader(path):
     reader = tf.train.load_checkpoint(path)
     if _OBJECT_GRAPH_KEY in reader.get_variable_to_shape_map():
         return TF2Reader(path, reader)
     return TF1Reader(path, reader)
+
+
+def _not_found(path):
+    """Why there is no checkpoint at `path`, naming its prefix when `path`
+    is one of a checkpoint's files."""
+    prefix = _CHECKPOINT_FILE.match(path)
+    if prefix and tf.io.gfile.exists(prefix.group(1) + ".index"):
+        return (
+            f"No checkpoint at {path!r}: it is a file of the checkpoint "
+            f"{prefix.group(1)!r}. Pass that prefix, without "
+            f"{prefix.group(2)!r}."
+        )
+    return (
+        f"No checkpoint at {path!r}: neither a directory, nor a "
+        f"checkpoint prefix (no {path + '.index'!r}), nor a Keras "
+        ".weights.h5 / .keras file."
+    )
+
+
+def damaged(path, error):
+    """The error for a checkpoint that exists but cannot be read.
+
+    Args:
+        path: The checkpoint (a prefix or a Keras file).
+        error: What TensorFlow, h5py or zipfile raised reading it.
+
+    Returns:
+        A `ValueError` naming `path`, what was said and what to do.
+    """
+    said = getattr(error, "message", None) or str(error) or type(error).__name__
+    return ValueError(
+        f"The checkpoint {path!r} could not be read ({said.strip()}): it is "
+        "not a checkpoint, or a truncated or damaged one (an interrupted "
+        f"copy or download?). Copy or download it again. {EXPECTED}"
+    )

@@ -60,6 +60,8 @@ def list_variables(path):
 
     Raises:
         FileNotFoundError: if there is no checkpoint at `path`.
+        ValueError: if `path` is not a checkpoint, or a truncated or
+            damaged one (the message names it).
 
     Example:
     ```python
@@ -92,6 +94,8 @@ def checkpoint_format(path):
 
     Raises:
         FileNotFoundError: if there is no checkpoint at `path`.
+        ValueError: if `path` is not a checkpoint, or a truncated or
+            damaged one (the message names it).
 
     Example:
     ```python
@@ -170,6 +174,8 @@ def available_in_checkpoint(var_map, path):
 
     Raises:
         FileNotFoundError: if there is no checkpoint at `path`.
+        ValueError: if `path` is not a checkpoint, or a truncated or
+            damaged one (the message names it).
 
     Example:
     ```python
@@ -225,6 +231,8 @@ def assign_from_checkpoint(model_path, var_list, ignore_missing_vars=False):
 
     Raises:
         FileNotFoundError: if there is no checkpoint at `model_path`.
+        ValueError: if `model_path` is not a checkpoint, or a truncated or
+            damaged one (the message names it).
         ValueError: if a key is not in the checkpoint (all such keys are
             listed) and `ignore_missing_vars` is `False`, or if a shape
             differs (each is named); nothing is assigned then.

@@ -229,13 +229,12 @@ class Checkpoints(StepCallback):
         failures = []
         for index in range(len(found) - 1, -1, -1):
             prefix = found[index][1]
-            data = None
-            applies = position is not None and position.applies(
-                prefix, self.params.get("epochs")
-            )
-            if applies is True:
-                data = position.state
             try:
+                # Reading the file may fail too: inside the try.
+                applies = position is not None and position.applies(
+                    prefix, self.params.get("epochs")
+                )
+                data = position.state if applies is True else None
                 training_state.restore_training_state(
                     self.model, prefix, data=data
                 )

@@ -111,6 +111,9 @@ class WarmStart(RunCallback):
             from the checkpoint or of another shape (unless ignored), or a
             `values` path the model lacks.
         FileNotFoundError: at train begin, if `checkpoint` does not exist.
+        ValueError: at train begin, or at the read before the first step,
+            for a `checkpoint` that is not one, or a truncated or damaged
+            one, naming it.
 
     Example:
     ```python
@@ -197,7 +200,8 @@ class WarmStart(RunCallback):
             The report (also kept in `self.report`).
 
         Raises:
-            ValueError: as the class says; nothing is assigned then.
+            ValueError: as the class says (a checkpoint that cannot be
+                read too); nothing is assigned then.
             FileNotFoundError: if the checkpoint does not exist.
         """
         report = {"restored": [], "missing": [], "mismatched": []}

@@ -18,14 +18,19 @@ here do the same through this module:
   `--use_grayscale` inside it.
 """
 
+import contextlib
 import dataclasses
+import logging
 
 import tensorflow as tf
 
 from keras_slim.image import datasets
 from keras_slim.image import nets
+from keras_slim.image.datasets import _pipeline
 from keras_slim.image.datasets import digits
 from keras_slim.image.datasets import layouts
+
+_LOG = logging.getLogger("keras_slim")
 
 #: The bundled digits' splits.
 DIGITS_SPLITS = ("train", "validation")
@@ -52,6 +57,8 @@ class Task:
         make_dataset: `(input_context or None) -> tf.data.Dataset` of
             `(images, one-hot labels)` batches.
         channels: The images' channels.
+        check_images: `ImageData.check_images` of a user's images;
+            `None` for the bundled digits.
     """
 
     model_name: str
@@ -61,6 +68,33 @@ class Task:
     num_samples: int
     make_dataset: object
     channels: int
+    check_images: object = None
+
+
+@contextlib.contextmanager
+def images_named(task):
+    """Re-raises a read of the task's images that failed on one as
+    `datasets.DamagedImageError`, naming it (TensorFlow's error does not).
+
+    Args:
+        task: The `Task` whose data is read inside the `with`.
+
+    Raises:
+        datasets.DamagedImageError: for images that do not decode.
+    """
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        if task.check_images is None or not _pipeline.reads_an_image(error):
+            raise
+        _LOG.info(
+            "An image did not decode (%s): looking for it among the %d "
+            "images of the split.",
+            _pipeline.said(error),
+            task.num_samples,
+        )
+        task.check_images(error)
+        raise
 
 
 def _digits_images(image_size, channels):
@@ -168,4 +202,5 @@ def task(flags, *, split, batch_size, image_size, is_training):
         loaded.num_samples,
         make_images,
         loaded.channels,
+        loaded.check_images,
     )

@@ -7,7 +7,11 @@ flags:
     keras-slim-eval --checkpoint_path /tmp/digits
 
 - `--checkpoint_path` a directory: its latest checkpoint; a prefix
-  (`.../model.ckpt-600`): that one;
+  (`.../model.ckpt-600`): that one; anything else (a file of another
+  kind, a truncated checkpoint, a checkpoint's `.index` file, a Keras
+  weights file) is refused before any image is read, the message naming
+  it; a checkpoint whose data turns out unreadable at the restore, before
+  evaluating;
 - with `--eval_interval_secs`, each new checkpoint of the directory as it
   appears (TF-Slim's `evaluation_loop`, on `tf.train.checkpoints_iterator`),
   until none has appeared for `--timeout` seconds (default 600: no wait
@@ -20,7 +24,8 @@ flags:
   the checkpoint's global step into `--eval_dir` (default `<checkpoint
   dir>/eval`), which TensorBoard shows beside the training run.
 
-Exit codes: 0, 2 for a bad flag or no checkpoint to evaluate.
+Exit codes: 0, 2 for a bad flag, no checkpoint to evaluate, or one that
+cannot be read.
 """
 
 import logging
@@ -30,6 +35,7 @@ import sys
 import keras
 import tensorflow as tf
 
+from keras_slim import _checkpoint_readers
 from keras_slim import checkpoints
 from keras_slim import training_state
 from keras_slim.image import _console
@@ -206,16 +212,26 @@ def _restore_tf_slim(model, path, flags):
     return int(step), averaged
 
 
+def _restore(model, path, flags):
+    """Restores checkpoint `path` into `model`: `(global_step,
+    used_averages)`; a checkpoint that cannot be read raises `ValueError`
+    naming it."""
+    try:
+        if checkpoints.checkpoint_format(path) == "tf1":
+            return _restore_tf_slim(model, path, flags)
+        return training_state.restore_for_inference(model, path)
+    except (tf.errors.OpError, IndexError) as error:
+        raise _checkpoint_readers.damaged(path, error) from None
+
+
 def _evaluate_checkpoint(model, task, path, writer, flags):
-    if checkpoints.checkpoint_format(path) == "tf1":
-        step, averaged = _restore_tf_slim(model, path, flags)
-    else:
-        step, averaged = training_state.restore_for_inference(model, path)
-    results = evaluate(
-        model,
-        task.make_dataset(None),
-        max_num_batches=flags.max_num_batches,
-    )
+    step, averaged = _restore(model, path, flags)
+    with _task.images_named(task):
+        results = evaluate(
+            model,
+            task.make_dataset(None),
+            max_num_batches=flags.max_num_batches,
+        )
     values = {
         "eval/Accuracy": results["accuracy"],
         "eval/loss": results["loss"],
@@ -285,18 +301,41 @@ def run(flags):
     return 0
 
 
+def _check_checkpoint_path(p, flags):
+    """Refuses a `--checkpoint_path` that is not a checkpoint (or a
+    directory of them), before any data is read."""
+    path = flags.checkpoint_path
+    if not os.path.exists(path) and not tf.io.gfile.glob(path + ".index"):
+        p.error(
+            f"flag --checkpoint_path: {path!r} is neither a directory nor a "
+            "checkpoint prefix"
+        )
+    if os.path.isdir(path):
+        # The latest; a directory without one waits, or `run` says so.
+        if flags.eval_interval_secs is not None:
+            return
+        path = tf.train.latest_checkpoint(path)
+        if path is None:
+            return
+    try:
+        kind = checkpoints.checkpoint_format(path)
+    except (FileNotFoundError, ValueError) as error:
+        p.error(f"flag --checkpoint_path: {error}")
+    if kind == "keras":
+        p.error(
+            f"flag --checkpoint_path: {path!r} is a Keras weights file; "
+            "keras-slim-eval evaluates checkpoints: a directory of "
+            "keras-slim-train's, a checkpoint prefix (such as "
+            "'model.ckpt-123') of keras-slim-train or of TF-Slim"
+        )
+
+
 def main(argv=None):
     """The console script `keras-slim-eval`."""
     p = parser()
     flags = p.parse_args(argv)
     _flags.check_flags(p, flags, "--eval_image_size")
-    if not os.path.exists(flags.checkpoint_path) and not tf.io.gfile.glob(
-        flags.checkpoint_path + ".index"
-    ):
-        p.error(
-            f"flag --checkpoint_path: {flags.checkpoint_path!r} is "
-            "neither a directory nor a checkpoint prefix"
-        )
+    _check_checkpoint_path(p, flags)
     _console.configure(
         flags.verbosity, flags.alsologtostderr or flags.logtostderr
     )

@@ -19,9 +19,12 @@ Exit codes: 0 on success, 1 when the loss is not finite (as
 tf.contrib.learn's NanLossDuringTrainingError) or a checkpoint cannot be
 written in `--train_dir` (a full disk, a file-size limit, no permission:
 the checkpoints before are left whole, and a rerun with space resumes
-from the last), 2 for a bad flag (the message names it), 42 when SIGTERM
-or SIGINT stopped training after a checkpoint was saved (TensorFlow's
-restart code: a job manager reruns the command, which resumes).
+from the last), 2 for a bad flag (the message names it; a
+`--checkpoint_path` that is not a checkpoint, or a truncated one, is
+refused before the first step) or for images that do not decode (named,
+with what to do: `datasets.DamagedImageError`), 42 when SIGTERM or SIGINT
+stopped training after a checkpoint was saved (TensorFlow's restart code:
+a job manager reruns the command, which resumes).
 
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
@@ -303,6 +306,29 @@ def _activations(model, flags):
     return tuple(getattr(model, "slim_end_points", ())) or True
 
 
+def _train(model, data, flags, warm, config, progress):
+    """`keras_slim.train` with the flags' arguments."""
+    keras_slim.train(
+        model,
+        data,
+        logdir=flags.train_dir,
+        number_of_steps=flags.max_number_of_steps,
+        log_every_n_steps=None if progress else flags.log_every_n_steps,
+        save_summaries_secs=flags.save_summaries_secs,
+        save_summaries_steps=flags.save_summaries_steps,
+        summarize_variables=flags.summarize_variables,
+        summarize_activations=_activations(model, flags),
+        summarize_gradients=flags.summarize_gradients,
+        save_interval_secs=flags.save_interval_secs,
+        trace_every_n_steps=flags.trace_every_n_steps,
+        keep_checkpoint_max=flags.keep_checkpoint_max,
+        keep_checkpoint_every_n_hours=flags.keep_checkpoint_every_n_hours,
+        warm_start=warm,
+        is_chief=config.is_chief,
+        callbacks=progress,
+    )
+
+
 def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
@@ -329,25 +355,8 @@ def run(flags):
     if sys.stdout.isatty() and flags.max_number_of_steps:
         progress = [_Progress(flags.max_number_of_steps)]
     try:
-        keras_slim.train(
-            model,
-            data,
-            logdir=flags.train_dir,
-            number_of_steps=flags.max_number_of_steps,
-            log_every_n_steps=None if progress else flags.log_every_n_steps,
-            save_summaries_secs=flags.save_summaries_secs,
-            save_summaries_steps=flags.save_summaries_steps,
-            summarize_variables=flags.summarize_variables,
-            summarize_activations=_activations(model, flags),
-            summarize_gradients=flags.summarize_gradients,
-            save_interval_secs=flags.save_interval_secs,
-            trace_every_n_steps=flags.trace_every_n_steps,
-            keep_checkpoint_max=flags.keep_checkpoint_max,
-            keep_checkpoint_every_n_hours=flags.keep_checkpoint_every_n_hours,
-            warm_start=warm,
-            is_chief=config.is_chief,
-            callbacks=progress,
-        )
+        with _task.images_named(train):
+            _train(model, data, flags, warm, config, progress)
     except (
         keras_slim.NanLossDuringTrainingError,
         keras_slim.CheckpointSaveError,
@@ -358,7 +367,8 @@ def run(flags):
         print(f"keras-slim-train: {error}", file=sys.stderr)
         return PREEMPTED_EXIT_CODE
     if held_out is not None:
-        accuracy, count = _held_out(model, flags, held_out)
+        with _task.images_named(held_out):
+            accuracy, count = _held_out(model, flags, held_out)
         step = int(model.optimizer.iterations.numpy())
         what = "digits" if flags.dataset_dir is None else "images"
         print(

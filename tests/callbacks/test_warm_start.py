@@ -298,3 +298,35 @@ def test_bad_arguments(kwargs, message):
 
 def test_exported():
     assert keras_slim.callbacks.WarmStart is WarmStart
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_a_truncated_checkpoint_is_named_before_any_step(tf1, tmp_path):
+    """The index reads; a variable's bytes are missing from the data file:
+    the read at the warm start names the checkpoint, no step runs."""
+    prefix, _ = tf1
+    _truncate(next((tmp_path / "tf1").glob("*.data-00000-of-00001")))
+    model = fresh()
+    with pytest.raises(
+        ValueError,
+        match=f"The checkpoint '{prefix}' could not be read .*truncated or "
+        "damaged",
+    ):
+        warm_fit(model, WarmStart(prefix, name_map=KERAS_TO_SLIM))
+    assert step(model) == 0
+
+
+@pytest.mark.parametrize("name", ["random.weights.h5", "random.keras"])
+def test_a_file_that_is_not_a_checkpoint_is_named(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x00not a checkpoint" * 20)
+    model = fresh()
+    with pytest.raises(
+        ValueError, match=f"The checkpoint '{path}' could not be read"
+    ):
+        warm_fit(model, WarmStart(str(path)))
+    assert step(model) == 0

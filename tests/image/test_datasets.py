@@ -6,6 +6,7 @@ class and which image it is.
 """
 
 import os
+import pathlib
 
 import keras
 import numpy as np
@@ -14,6 +15,7 @@ import tensorflow as tf
 
 from keras_slim.image import datasets
 from keras_slim.image import preprocessing
+from keras_slim.image.datasets import _pipeline
 
 NUM_CLASSES = 3
 PER_CLASS = 12
@@ -445,6 +447,16 @@ def _undecodable_image_file(directory, images):
     return f"image file '{bad}' could not be decoded"
 
 
+def _truncated_shard(directory, images):
+    path = _one_shard(directory, images)
+    path.write_bytes(path.read_bytes()[:-50])
+    return (
+        f"shard '{path}' could not be read: record 3 \\(counting from 0\\) "
+        r"is truncated or damaged \(TensorFlow said: truncated record at "
+        r"\d+.*\). Re-convert the shard"
+    )
+
+
 def _one_class_folder(directory, images):
     datasets.write_image_folder(
         images[0][:4], [0] * 4, directory, class_names=["only"]
@@ -472,6 +484,7 @@ def _one_class_tfrecord(directory, images):
         _labels_txt_with_a_gap,
         _empty_shards,
         _undecodable_image_file,
+        _truncated_shard,
         _one_class_folder,
         _one_class_tfrecord,
     ],
@@ -510,12 +523,100 @@ def _one_shard(directory, images):
     return directory / "t_train_00000-of-00001.tfrecord"
 
 
-def test_corrupt_image_deeper_in_a_shard_fails_at_read_time(tmp_path, images):
-    _rewrite_record(_one_shard(tmp_path, images), 2, encoded=b"bad")
+def test_an_image_deeper_in_a_shard_is_named_after_the_read_fails(
+    tmp_path, images
+):
+    """Found at the read (TensorFlow's error does not name it), then named
+    by `check_images`: the record and its shard."""
+    shard = _one_shard(tmp_path, images)
+    _rewrite_record(shard, 2, encoded=b"bad")
     data = _load(tmp_path, batch_size=2)
     assert data.num_samples == 4
-    with pytest.raises(tf.errors.InvalidArgumentError):
+    with pytest.raises(tf.errors.InvalidArgumentError) as read:
         list(data.dataset)
+    assert str(shard) not in str(read.value)
+    with pytest.raises(datasets.DamagedImageError) as named:
+        data.check_images(read.value)
+    assert named.value.found == [
+        (
+            f"record 2 of the TFRecord shard {str(shard)!r}",
+            "Unknown image file format. One of JPEG, JPEG XL, PNG, GIF, "
+            "BMP, WebP required.",
+        )
+    ]
+    assert str(named.value).startswith(
+        f"1 image does not decode:\n  record 2 of the TFRecord shard "
+        f"{str(shard)!r}: Unknown image file format."
+    )
+    assert "Re-convert each shard from images that decode" in str(named.value)
+
+
+def _random_bytes(path):
+    path.write_bytes(bytes(range(7, 256)))
+
+
+def _cut_short(path):
+    path.write_bytes(path.read_bytes()[:60])
+
+
+def _emptied(path):
+    path.write_bytes(b"")
+
+
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (_random_bytes, "Unknown image file format."),
+        (_cut_short, "Invalid PNG data, size 60"),
+        (_emptied, "Input is empty."),
+    ],
+    ids=["random_bytes", "truncated", "empty"],
+)
+def test_an_image_deeper_in_a_folder_is_named_after_the_read_fails(
+    tmp_path, images, damage, said, monkeypatch
+):
+    """`load` decodes the first image of each class; another fails at
+    the read, and `check_images` names the file, decoding only the
+    suspects TensorFlow's message points to (of its size, or of no known
+    format): the damaged file, not the others."""
+    datasets.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
+    data = _load(tmp_path, batch_size=4)
+    bad = sorted(f for f in data.files if "/green/" in f)[1]
+    damage(pathlib.Path(bad))
+    with pytest.raises(tf.errors.InvalidArgumentError) as read:
+        list(data.dataset)
+    suspects = []
+    search = _pipeline.undecodable
+
+    def spy(*args):
+        suspects.append(args[-1])
+        return search(*args)
+
+    monkeypatch.setattr(_pipeline, "undecodable", spy)
+    with pytest.raises(datasets.DamagedImageError) as named:
+        data.check_images(read.value)
+    (suspect,) = suspects
+    chosen = [f for f in data.files if suspect(tf.io.read_file(f))]
+    assert chosen == [bad]
+    ((where, tf_said),) = named.value.found
+    assert where == repr(bad)
+    assert tf_said.startswith(said)
+    assert f"1 image does not decode:\n  {bad!r}: {said}" in str(named.value)
+    assert "Remove or replace each file" in str(named.value)
+
+
+def test_check_images_decodes_every_image(tmp_path, images):
+    datasets.write_image_folder(*images, tmp_path, class_names=CLASS_NAMES)
+    data = _load(tmp_path, batch_size=4)
+    assert data.check_images() is None
+    bad = sorted(data.files)[-2:]
+    for path in bad:
+        _emptied(pathlib.Path(path))
+    with pytest.raises(
+        datasets.DamagedImageError, match="^2 images do not decode:"
+    ) as named:
+        data.check_images()
+    assert [where for where, _ in named.value.found] == [repr(p) for p in bad]
 
 
 def test_different_classes_in_train_and_validation(tmp_path, images):

@@ -388,3 +388,102 @@ def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
     # Batch-norm statistics (not trainable) come from the model's values.
     moving = [v for v in fresh.variables if "moving_mean" in v.path]
     assert moving and all(np.all(v.numpy() == 0) for v in moving)
+
+
+def test_a_checkpoint_path_that_is_not_a_checkpoint_is_refused(
+    bad_checkpoint, tmp_path, capsys
+):
+    """Refused before evaluating, naming it (tests/image/conftest.py)."""
+    path, said = bad_checkpoint
+    eval_dir = tmp_path / "eval"
+    try:
+        code = eval_cli.main(
+            ["--checkpoint_path", path, "--eval_dir", str(eval_dir)]
+        )
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code == 2
+    captured = capsys.readouterr()
+    assert said["eval"] in captured.err
+    assert "Traceback" not in captured.err
+    assert "eval/Accuracy" not in captured.out
+
+
+def test_a_checkpoint_unreadable_at_the_restore_is_named(
+    tmp_path, capsys, monkeypatch
+):
+    """A checkpoint whose index reads but whose data does not (TensorFlow
+    raises at the restore): exit 2 naming it, nothing evaluated."""
+    import tensorflow as tf
+
+    from keras_slim import training_state
+
+    prefix = _digits_checkpoint(tmp_path, 3)
+
+    def unreadable(model, path):
+        raise tf.errors.DataLossError(None, None, "Read less bytes")
+
+    monkeypatch.setattr(training_state, "restore_for_inference", unreadable)
+    assert eval_cli.main(["--checkpoint_path", prefix]) == 2
+    captured = capsys.readouterr()
+    assert (
+        f"keras-slim-eval: error: The checkpoint {prefix!r} could not be "
+        "read (Read less bytes): it is not a checkpoint, or a truncated"
+    ) in captured.err
+    assert "eval/Accuracy" not in captured.out
+
+
+def test_a_keras_weights_file_is_refused(tmp_path, capsys):
+    path = str(tmp_path / "digits.weights.h5")
+    nets.build("digits_cnn", 10).save_weights(path)
+    with pytest.raises(SystemExit) as exit_info:
+        eval_cli.main(["--checkpoint_path", path])
+    assert exit_info.value.code == 2
+    assert (
+        f"flag --checkpoint_path: {path!r} is a Keras weights file; "
+        "keras-slim-eval evaluates checkpoints"
+    ) in capsys.readouterr().err
+
+
+def test_an_image_that_does_not_decode_is_named_by_both_commands(
+    tmp_path, capsys
+):
+    """Deeper than the first image of its class, it fails at the read;
+    the command names the file and exits 2, without a traceback."""
+    data = tmp_path / "data"
+    for split, seed in (("train", 0), ("validation", 1)):
+        images, labels = colored_images(per_class=4, size=16, seed=seed)
+        datasets.write_image_folder(
+            images, labels, data / split, class_names=CLASSES
+        )
+    common = ["--dataset_dir", str(data), "--batch_size", "4"]
+    train_dir = str(tmp_path / "train")
+    train = [
+        *["--train_dir", train_dir, "--train_image_size", "16", *common],
+        *["--nosummarize_activations", "--max_number_of_steps"],
+    ]
+    assert train_cli.main([*train, "2"]) == 0
+    damaged = {}
+    for split in ("train", "validation"):
+        damaged[split] = sorted((data / split / "green").iterdir())[-1]
+        damaged[split].write_bytes(damaged[split].read_bytes()[:40])
+    capsys.readouterr()
+
+    evaluate = ["--checkpoint_path", train_dir, "--eval_image_size", "16"]
+    assert eval_cli.main([*evaluate, *common]) == 2
+    captured = capsys.readouterr()
+    assert (
+        "keras-slim-eval: error: 1 image does not decode:\n  "
+        f"{str(damaged['validation'])!r}: Invalid PNG"
+    ) in captured.err
+    assert "\nRemove or replace each file" in captured.err
+    assert "Traceback" not in captured.err
+    assert "eval/Accuracy" not in captured.out
+
+    assert train_cli.main([*train, "12"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "keras-slim-train: error: 1 image does not decode:\n  "
+        f"{str(damaged['train'])!r}: Invalid PNG"
+    ) in err
+    assert "Traceback" not in err

@@ -825,3 +825,33 @@ def test_summarize_activations_means_the_nets_end_points():
     assert cli._activations(nets.build("digits_cnn", 10), on) is True
     off = cli.parser().parse_args(["--nosummarize_activations"])
     assert cli._activations(net, off) is False
+
+
+def exit_code(main, argv):
+    """`main(argv)`'s exit code, from its return or the parser's exit."""
+    try:
+        return main(argv)
+    except SystemExit as exit_info:
+        return exit_info.code
+
+
+def test_a_checkpoint_path_that_is_not_a_checkpoint_is_refused(
+    bad_checkpoint, tmp_path, capsys
+):
+    """Refused before the first step, naming it: a file of another kind,
+    a truncated checkpoint, a checkpoint's .index file, a directory
+    without one (tests/image/conftest.py)."""
+    path, said = bad_checkpoint
+    train_dir = tmp_path / "train"
+    code = exit_code(
+        cli.main,
+        [
+            *["--train_dir", str(train_dir), "--checkpoint_path", path],
+            *["--max_number_of_steps", "2"],
+        ],
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert said["train"] in err
+    assert "Traceback" not in err
+    assert not list(train_dir.glob("model.ckpt*"))

@@ -10,6 +10,7 @@ digits.
 
 from keras_slim.image.datasets.dataset_factory import CHANNELS
 from keras_slim.image.datasets.dataset_factory import FORMATS
+from keras_slim.image.datasets.dataset_factory import DamagedImageError
 from keras_slim.image.datasets.dataset_factory import ImageData
 from keras_slim.image.datasets.dataset_factory import MissingSplitError
 from keras_slim.image.datasets.dataset_factory import load
@@ -25,6 +26,7 @@ from keras_slim.image.datasets.writers import write_tfrecords
 
 __all__ = [
     "CHANNELS",
+    "DamagedImageError",
     "FORMATS",
     "IMAGE_EXTENSIONS",
     "IMAGE_FORMATS",

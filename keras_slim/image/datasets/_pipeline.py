@@ -1,11 +1,37 @@
 """What every layout's reader shares: the decode, preprocess and batch of
-`(encoded image, label)` elements, and the checks on classes.
+`(encoded image, label)` elements, the checks on classes, and the search
+for the images that do not decode.
 """
 
+import re
+
+import numpy as np
 import tensorflow as tf
 
 #: The channels images are decoded to.
 CHANNELS = 3
+# The ops of a pipeline whose errors an undecodable image raises.
+_READ_OPS = ("DecodeImage", "ParseExample", "ParseSingleExample")
+_FOUND_BATCH = 4096
+# The first bytes of the formats `tf.io.decode_image` reads: JPEG, PNG,
+# GIF, BMP, WebP (RIFF), JPEG XL (codestream, container).
+_SIGNATURES = (
+    b"\xff\xd8\xff",
+    b"\x89PNG",
+    b"GIF",
+    b"BM",
+    b"RIFF",
+    b"\xff\x0a",
+    b"\x00\x00\x00\x0cJXL",
+)
+# The lines TensorFlow adds around an op's message in a graph's error.
+_TRACE_LINES = (
+    "Graph execution error",
+    "Detected at node",
+    "<stack traces",
+    "  File ",
+    "    ",
+)
 
 
 def listing(directory, limit=10):
@@ -26,6 +52,122 @@ def at_least_two_classes(class_names, where):
             f"in {where}: {class_names}. "
             "Expected at least 2 classes to classify."
         )
+
+
+def said(error):
+    """TensorFlow's message in `error`, without where TensorFlow detected
+    it (graph execution, node and op names, stack): what a user reads."""
+    message = getattr(error, "message", None) or str(error)
+    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
+    message = re.sub(r"\s*\[Op:\w+\].*$", "", message, flags=re.S)
+    kept = [
+        line.strip()
+        for line in message.splitlines()
+        if line.strip()
+        and not line.startswith(_TRACE_LINES)
+        and not re.fullmatch(r"\s*\[\[.*\]\]\s*", line)
+    ]
+    return " ".join(kept)
+
+
+def reads_an_image(error):
+    """Whether `error`, raised by a read of a pipeline, is an image that
+    did not decode or a record that did not parse."""
+    message = getattr(error, "message", "")
+    return isinstance(error, tf.errors.InvalidArgumentError) and any(
+        op in message for op in _READ_OPS
+    )
+
+
+def suspects(message):
+    """Which images to decode to find the one TensorFlow's decode error
+    is about, from its `message`: those of the size it gives (`Invalid
+    JPEG data ..., data size 60`; `Input is empty.`), or of no format
+    `tf.io.decode_image` reads (`Unknown image file format`).
+
+    Args:
+        message: TensorFlow's message (`said(error)`).
+
+    Returns:
+        A function `encoded image -> bool tensor`, or `None` (all).
+    """
+    size = 0 if "Input is empty" in message else None
+    found = re.search(r"\bsize (\d+)\b", message)
+    if found:
+        size = int(found.group(1))
+    if size is not None:
+        return lambda encoded: tf.equal(tf.strings.length(encoded), size)
+    if "Unknown image file format" in message:
+        return _of_no_known_format
+    return None
+
+
+def _of_no_known_format(encoded):
+    return tf.logical_not(
+        tf.reduce_any(
+            [
+                tf.equal(tf.strings.substr(encoded, 0, len(head)), head)
+                for head in _SIGNATURES
+            ]
+        )
+    )
+
+
+def undecodable(elements, fetch, count, channels, suspect=None):
+    """The positions of the elements whose image does not decode.
+
+    One parallel pass over `elements`, decoding each image (or only the
+    suspects); an element whose fetch or decode fails is missing from what
+    the pass yields.
+
+    Args:
+        elements: A `tf.data.Dataset` of `count` elements, as a source's
+            `fetch` takes them.
+        fetch: `element -> (encoded image, label)` (reads or parses).
+        count: The elements in `elements`.
+        channels: The channels images are decoded to.
+        suspect: `encoded image -> bool tensor`: decode only those for
+            which it is true (`suspects`); `None`: all.
+
+    Returns:
+        A sorted list of positions in `elements`.
+    """
+
+    @tf.autograph.experimental.do_not_convert
+    def decodes(index, element):
+        encoded, _ = fetch(element)
+
+        def decode():
+            image = tf.io.decode_image(
+                encoded, channels=channels, expand_animations=False
+            )
+            return index, tf.shape(image, out_type=tf.int64)
+
+        if suspect is None:
+            return decode()
+        skip = (index, tf.zeros([3], tf.int64))
+        return tf.cond(suspect(encoded), decode, lambda: skip)
+
+    passed = (
+        elements.enumerate()
+        .map(decodes, num_parallel_calls=tf.data.AUTOTUNE)
+        .ignore_errors()
+        .map(lambda index, shape: index)
+        .batch(_FOUND_BATCH)
+    )
+    seen = np.zeros(count, bool)
+    for indices in passed.as_numpy_iterator():
+        seen[indices] = True
+    return np.flatnonzero(~seen).tolist()
+
+
+def decode_error(encoded, channels):
+    """TensorFlow's message for an image that does not decode, or None."""
+    try:
+        tf.io.decode_image(encoded, channels=channels, expand_animations=False)
+    except tf.errors.OpError as error:
+        return said(error)
+    return None
 
 
 class Pipeline:

@@ -49,11 +49,22 @@ What `load` checks before it returns, so before a training step: the
 directory, the format, at least 2 classes, the first record of each
 shard (parsed and its image decoded), the framing and labels of every
 record (counting the records reads every shard once, parsing only the
-labels: as long as reading the bytes, minutes for ImageNet's 140 GB),
-the first image of each class folder. An
-image that cannot be decoded deeper in a shard or a folder is not
-checked: reading it fails with TensorFlow's `InvalidArgumentError`; it
-is never dropped silently.
+labels: as long as reading the bytes, minutes for ImageNet's 140 GB), so
+a truncated or damaged shard is named with its first unreadable record,
+the first image of each class folder.
+
+Damaged images are an error naming them, never skipped: a skipped image
+changes what is trained on, and a resumed run would not read what the
+interrupted one read. Decoding every image before training would cost a
+pass over the data at each start (as long as an epoch of decoding), so
+an image that does not decode deeper in a shard or a folder fails when
+it is read, with TensorFlow's `InvalidArgumentError`, which does not say
+which image; `ImageData.check_images(error)` then names it (the file, or
+the record and its shard), decoding only the images of the size
+TensorFlow's message gives when it gives one (or, for an unknown format,
+those that start as no format it reads), else every image once.
+`keras-slim-train` and `keras-slim-eval` do that and exit 2 with the
+names. The per-image path is unchanged: nothing is added to it.
 
 `write_tfrecords` and `write_image_folder` write a dataset in either
 format from numpy images: the way to make one for trying the command.
@@ -80,6 +91,7 @@ __all__ = [
     "FORMATS",
     "IMAGE_EXTENSIONS",
     "IMAGE_FORMATS",
+    "DamagedImageError",
     "ImageData",
     "LABELS_FILENAME",
     "MissingSplitError",
@@ -124,11 +136,98 @@ class ImageData:
     format: str
     channels: int
     files: tuple
+    _source: object = dataclasses.field(default=None, repr=False)
+
+    def check_images(self, error=None):
+        """Decodes the split's images, each once, and raises naming those
+        that do not decode.
+
+        `load` decodes the first image of each shard or class folder; an
+        image deeper in fails when `dataset` reads it, with TensorFlow's
+        `InvalidArgumentError`, which does not say which image. Catch it
+        and call this with it: the error names the files (or the records
+        and their shards). Without `error`, every image is decoded (one
+        pass over the split, in parallel): a check before training.
+
+        Args:
+            error: The `tf.errors.InvalidArgumentError` a read of
+                `dataset` raised, or `None`. When its message gives the
+                size of the image (`Invalid JPEG data ..., data size
+                1234`), only images of that size are decoded; when it
+                says `Unknown image file format`, only those that start
+                as no format TensorFlow reads; else (or if none of those
+                fails) every image.
+                Defaults to `None`.
+
+        Raises:
+            DamagedImageError: naming each image that does not decode,
+                with TensorFlow's message and what to do.
+
+        Example:
+        ```python
+        try:
+            model.fit(data.dataset, steps_per_epoch=100)
+        except tf.errors.InvalidArgumentError as error:
+            data.check_images(error)  # raises DamagedImageError
+            raise  # not an image
+        ```
+        """
+        suspect = None
+        if error is not None:
+            suspect = _pipeline.suspects(_pipeline.said(error))
+        found = self._source.undecodable(suspect)
+        if not found and suspect is not None:
+            found = self._source.undecodable()
+        if found:
+            raise DamagedImageError(found, self._source.remedy)
 
 
 class MissingSplitError(ValueError):
     """`dataset_dir` holds no images of the split asked for (neither
     TF-Slim's shards of it nor class subfolders)."""
+
+
+class DamagedImageError(ValueError):
+    """Images of a dataset that do not decode, named.
+
+    Raised by `ImageData.check_images` (and by `keras-slim-train` and
+    `keras-slim-eval` when a read of their data failed on an image):
+    images are never skipped, which would change what is trained on and
+    what a resumed run reads.
+
+    Args:
+        found: A list of `(where, TensorFlow's message)`: a file, or a
+            record and its shard.
+        remedy: What to do, a sentence without its full stop.
+
+    Attributes:
+        found: As given.
+
+    Example:
+    ```python
+    try:
+        data.check_images()
+    except datasets.DamagedImageError as error:
+        print([where for where, _ in error.found])
+    ```
+    """
+
+    def __init__(self, found, remedy):
+        self.found = list(found)
+        self.remedy = remedy
+        lines = [f"  {where}: {said}" for where, said in self.found[:10]]
+        if len(self.found) > 10:
+            lines.append(f"  ... ({len(self.found) - 10} more)")
+        count = len(self.found)
+        what = "image does" if count == 1 else "images do"
+        super().__init__(
+            f"{count} {what} not decode:\n" + "\n".join(lines) + f"\n{remedy}"
+            ", then rerun. Images are not skipped: a skipped image would "
+            "change what is trained on."
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.found, self.remedy))
 
 
 def load(
@@ -203,7 +302,8 @@ def load(
             different classes, a `validation_fraction` that leaves no
             validation image; when `batch_size` is larger than the images
             of a training split; for a split the named dataset does not
-            have; for labels below `labels_offset`.
+            have; for labels below `labels_offset`; for a truncated or
+            damaged shard (naming its first unreadable record).
 
     Example:
     ```python
@@ -275,6 +375,7 @@ def load(
         format=source.format,
         channels=1 if use_grayscale else source.channels,
         files=tuple(source.files),
+        _source=source,
     )
 
 

@@ -6,7 +6,8 @@ The split is Keras's `validation_split`: the files in its seeded shuffled
 order, the last `validation_fraction` of them for `"validation"`, so the
 same `seed` gives Keras's `subset="validation"`. When `dataset_dir/train`
 and `dataset_dir/validation` both exist, they are the splits instead.
-The first image of each class is decoded before the source is returned.
+The first image of each class is decoded before the source is returned;
+`undecodable` decodes them all, to name those that do not decode.
 """
 
 import os
@@ -32,6 +33,11 @@ class FolderSource:
     format = "folder"
     channels = _pipeline.CHANNELS
     lowest_label = 0
+    #: What to do about an image that does not decode.
+    remedy = (
+        "Remove or replace each file (with a JPEG, PNG, BMP or GIF that "
+        "decodes)"
+    )
 
     def __init__(self, files, labels, class_names):
         # Sorted by path: eval's order; training shuffles all of them.
@@ -73,6 +79,26 @@ class FolderSource:
             )
         return cls(*_list_images(folders[split], seed))
 
+    def undecodable(self, suspect=None):
+        """The images that do not decode, each file decoded once.
+
+        Args:
+            suspect: `encoded image -> bool tensor`: decode only those
+                (`_pipeline.suspects`); `None`: all.
+
+        Returns:
+            A list of `(the file, TensorFlow's message)`, in path order.
+        """
+        elements = tf.data.Dataset.from_tensor_slices(
+            (self.files, np.asarray(self.labels, np.int64))
+        )
+        found = _pipeline.undecodable(
+            elements, _read, self.num_samples, self.channels, suspect
+        )
+        return [
+            (repr(self.files[i]), _file_error(self.files[i])) for i in found
+        ]
+
     def dataset(self, pipeline, readers=None):
         """The split's `(images, labels)` batches (`readers`: unused, as
         files are read in the parallel map)."""
@@ -88,6 +114,15 @@ class FolderSource:
 def _read(path_and_label):
     path, label = path_and_label
     return tf.io.read_file(path), label
+
+
+def _file_error(path):
+    """TensorFlow's message reading and decoding `path`."""
+    try:
+        encoded = tf.io.read_file(path)
+    except tf.errors.OpError as error:
+        return _pipeline.said(error)
+    return _pipeline.decode_error(encoded, _pipeline.CHANNELS)
 
 
 def _list_images(directory, seed):

@@ -9,7 +9,9 @@ few cores is faster and reads the same records in the same order),
 records parsed with `tf.io.parse_single_example`. Before a source is returned,
 the first record of each shard is parsed and its image decoded, and every
 record's framing and label are read (counting them reads every shard
-once, parsing only the labels).
+once, parsing only the labels): a truncated or damaged shard is named
+there, with its first record that cannot be read. `undecodable` decodes
+every record's image, to name those that do not decode.
 """
 
 import os
@@ -54,11 +56,19 @@ class TFRecordSource:
         channels: The channels images are decoded to. Defaults to `3`.
 
     Raises:
-        ValueError: naming the shard, for one that cannot be read, whose
-            records are not TF-Slim's, or whose labels are out of range.
+        ValueError: naming the shard, for one that cannot be read (a
+            truncated or damaged one: its first record that cannot be),
+            whose records are not TF-Slim's, or whose labels are out of
+            range.
     """
 
     format = "tfrecord"
+    #: What to do about an image that does not decode.
+    remedy = (
+        "Re-convert each shard from images that decode (TF-Slim's "
+        "download_and_convert_data.py, or keras_slim.image.datasets."
+        "write_tfrecords), or remove it"
+    )
 
     def __init__(
         self, dataset_dir, pattern, shards, num_classes=None, channels=3
@@ -78,7 +88,8 @@ class TFRecordSource:
         for shard in shards:
             _check_first_record(shard, channels)
         counts = [_scan(shard) for shard in shards]
-        self.num_samples = sum(count for count, _, _ in counts)
+        self.counts = [count for count, _, _ in counts]
+        self.num_samples = sum(self.counts)
         if not self.num_samples:
             raise ValueError(
                 f"The TFRecord shards matching {pattern!r} hold no records: "
@@ -98,6 +109,35 @@ class TFRecordSource:
                 raise _label_out_of_range(
                     shard, low, high, dataset_dir, self.num_classes
                 )
+
+    def undecodable(self, suspect=None):
+        """The records whose image does not decode (or that do not parse),
+        each record read once, the shards in order.
+
+        Args:
+            suspect: `encoded image -> bool tensor`: decode only those
+                (`_pipeline.suspects`); `None`: all.
+
+        Returns:
+            A list of `(the record and its shard, TensorFlow's message)`.
+        """
+        elements = tf.data.TFRecordDataset(self.files)
+        found = _pipeline.undecodable(
+            elements, _parse, self.num_samples, self.channels, suspect
+        )
+        starts = np.cumsum([0, *self.counts])
+        named = []
+        for position in found:
+            shard = int(np.searchsorted(starts, position, side="right")) - 1
+            index = position - int(starts[shard])
+            named.append(
+                (
+                    f"record {index} of the TFRecord shard "
+                    f"{self.files[shard]!r}",
+                    _record_error(self.files[shard], index, self.channels),
+                )
+            )
+        return named
 
     def dataset(self, pipeline, readers=READERS):
         """The split's `(images, labels)` batches, as `pipeline` makes them.
@@ -187,7 +227,7 @@ def _check_first_record(shard, channels):
     try:
         records = list(tf.data.TFRecordDataset(shard).take(1))
     except tf.errors.OpError as error:
-        raise _unreadable(shard, error.message) from None
+        raise _unreadable(shard, error) from None
     if not records:
         return
     problem = _record_problem(records[0].numpy())
@@ -230,11 +270,44 @@ def _record_problem(record):
     return None
 
 
-def _unreadable(shard, said):
+def _record_error(shard, index, channels):
+    """TensorFlow's message parsing record `index` of `shard` and decoding
+    its image."""
+    record = next(iter(tf.data.TFRecordDataset(shard).skip(index).take(1)))
+    try:
+        encoded, _ = _parse(record)
+    except tf.errors.OpError as error:
+        return _pipeline.said(error)
+    return _pipeline.decode_error(encoded, channels)
+
+
+def _unreadable(shard, error):
+    """The error for a shard TensorFlow could not read: a truncated or
+    damaged file (its record named), or records that are not TF-Slim's."""
+    said = _pipeline.said(error)
+    if isinstance(error, tf.errors.DataLossError):
+        return ValueError(
+            f"The TFRecord shard {shard!r} could not be read: record "
+            f"{_records_before(shard)} (counting from 0) is truncated or "
+            f"damaged (TensorFlow said: {said}). Re-convert the shard "
+            "(TF-Slim's download_and_convert_data.py, or keras_slim.image."
+            "datasets.write_tfrecords), or remove it from the directory."
+        )
     return ValueError(
         f"The TFRecord shard {shard!r} could not be read: each record "
         f"should be {EXPECTED_RECORD}. TensorFlow said: {said}"
     )
+
+
+def _records_before(shard):
+    """The records of `shard` read before the first that cannot be."""
+    count = 0
+    try:
+        for _ in tf.data.TFRecordDataset(shard):
+            count += 1
+    except tf.errors.OpError:
+        pass
+    return count
 
 
 def _scan(shard):
@@ -262,7 +335,7 @@ def _scan(shard):
     try:
         count, low, high = labels.reduce(start, add)
     except tf.errors.OpError as error:
-        raise _unreadable(shard, error.message) from None
+        raise _unreadable(shard, error) from None
     except UnicodeDecodeError:
         # TensorFlow's message quoted the record's bytes.
         raise _unreadable(shard, "a record could not be parsed") from None
