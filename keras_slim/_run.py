@@ -51,6 +51,10 @@ class Run:
         startup_delay_steps: Under parameter servers, worker i starts at
             global step i times this (`keras_slim.train`'s).
         signals: The run's `StopSignals` (SIGTERM, SIGINT).
+        checkpoints: The run's `Checkpoints` callback, or `None`; set at
+            its train begin.
+        rollback: The run's `Rollback` (`keras_slim/_fit/rollback.py`),
+            set by `NanLossGuard(rollback=n)`; else `None`.
 
     Example:
     ```python
@@ -71,6 +75,8 @@ class Run:
         self.resumed_from = None
         self.startup_delay_steps = 0
         self.signals = _signals.StopSignals()
+        self.checkpoints = None
+        self.rollback = None
         self._no_step = False
         self._settle = None
         self._at_end = []

@@ -29,6 +29,7 @@ _INT_ARGUMENTS = (
     "trace_every_n_steps",
     "keep_checkpoint_max",
     "startup_delay_steps",
+    "rollback_on_nan",
 )
 
 
@@ -73,6 +74,19 @@ def _check_arguments(args):
             "startup_delay_steps", delay, "a non-negative integer"
         )
     _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
+    _validation.non_negative_int("rollback_on_nan", args["rollback_on_nan"])
+    if args["rollback_on_nan"] and not args["fail_on_nan_loss"]:
+        raise ValueError(
+            "`rollback_on_nan` rolls back instead of failing: it needs "
+            "fail_on_nan_loss=True. Received: fail_on_nan_loss=False, "
+            f"rollback_on_nan={args['rollback_on_nan']!r}"
+        )
+    if args["rollback_on_nan"] and args["logdir"] is None:
+        raise ValueError(
+            "Cannot provide `rollback_on_nan` because logdir=None: it rolls "
+            "back to the last checkpoint. Received: "
+            f"rollback_on_nan={args['rollback_on_nan']!r}"
+        )
     for name in _SUMMARY_FLAGS:
         if name == "summarize_activations":
             _validation.boolean_or_names(name, args[name])

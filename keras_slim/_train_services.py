@@ -90,7 +90,11 @@ def make(settings, *, is_chief, strategy, dataset):
     # before the other services act on its (empty) first batch.
     services = _stops(settings) + _checkpoints(settings)
     services += _writers(settings, is_chief, strategy)
-    services.append(NanLossGuard(fail=settings.fail_on_nan_loss))
+    services.append(
+        NanLossGuard(
+            fail=settings.fail_on_nan_loss, rollback=settings.rollback_on_nan
+        )
+    )
     if settings.log_every_n_steps is not None:
         services.append(LogEveryNSteps(settings.log_every_n_steps))
     parameter_server = _strategy.is_parameter_server(strategy)

@@ -39,6 +39,7 @@ def train(
     warm_start=None,
     startup_delay_steps=0,
     fail_on_nan_loss=True,
+    rollback_on_nan=0,
     callbacks=None,
     is_chief=None,
     batch_size=None,
@@ -134,6 +135,13 @@ def train(
             which still advances the global step, and a warning counts
             them.
             Defaults to `True`.
+        rollback_on_nan: Non-negative integer: how many times a
+            non-finite loss or gradient rolls back to the last checkpoint
+            (with its input position), skips the batch that diverged and
+            goes on (`NanLossGuard(rollback=...)`), before one stops
+            training as `fail_on_nan_loss` does. Needs a `logdir` and a
+            `SlimModel`; the steps then run one per call.
+            Defaults to `0`.
         callbacks: More Keras callbacks for `fit`.
             Defaults to `None`.
         is_chief: Whether this process writes checkpoints, summaries and

@@ -365,6 +365,12 @@ class InputPosition:
             return iterators["iterator"], iterators["next_iterator"]
         return iterators["next_iterator"], None
 
+    def drop_batch(self):
+        """Reads one batch of the current pass and drops it (a rollback's
+        batch that diverged). Checkpoints after hold the iterator past it;
+        Keras's count of the epoch does not count it."""
+        next(self._iterators["iterator"])
+
     def _next_pass(self):
         self._track("iterator", self._iterators["next_iterator"])
         self._track("next_iterator", None)

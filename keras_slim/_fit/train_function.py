@@ -200,7 +200,13 @@ class TrainFunction:
         )
 
     def __call__(self, iterator):
-        return self._call(iterator)
+        try:
+            return self._call(iterator)
+        except NanLossDuringTrainingError as error:
+            rollback = None if self._run is None else self._run.rollback
+            if rollback is None or not rollback.takes(error):
+                raise
+            return rollback.roll_back(self._call, iterator, error)
 
     def _build(self, feed, iterator):
         """Builds the model's metrics and optimizer from the data's spec, as

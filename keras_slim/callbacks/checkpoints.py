@@ -200,6 +200,7 @@ class Checkpoints(StepCallback):
             self._manager if self._chief else self._make_manager(write_dir)
         )
         self._run.resumed(self.restored_path)
+        self._run.checkpoints = self
         self._keep_training_weights()
         # Under several workers, they all stop at the same call.
         self._agree = _stop_agreement.StopAgreement(strategy)
@@ -394,6 +395,14 @@ class Checkpoints(StepCallback):
                 variable.assign(value)
             self._forget_training_weights()
             self._unlock()
+
+    @property
+    def latest_checkpoint(self):
+        """The newest checkpoint of the directory (written or restored by
+        this run, or found at its begin), or `None`."""
+        if self._manager is None:
+            return None
+        return self._manager.latest_checkpoint
 
     def save(self):
         """Saves the training state now, unless a variable is not finite.

@@ -5,6 +5,7 @@ import math
 import time
 
 from keras_slim import _validation
+from keras_slim._fit.rollback import Rollback
 from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.errors import NanLossDuringTrainingError
 from keras_slim.model import SlimModel
@@ -35,6 +36,18 @@ class NanLossGuard(RunCallback):
       and the last skipped step. Other models apply the step as Keras
       does, and the guard logs one warning per epoch.
 
+    - `rollback=n` (with `fail=True`, on a `SlimModel`, with a
+      `keras_slim.callbacks.Checkpoints` in the same `fit`): a non-finite
+      loss or gradient restores the last checkpoint with its input
+      position, replays the steps from there to the one before, skips the
+      batch that diverged (a warning names its global step and its place
+      in the epoch) and goes on, at most `n` times per `fit`; the next
+      one stops training as `fail=True` does. The run then ends as a run
+      on the same data without those batches. The steps run one per call,
+      and the checkpoint rolled back to must be of the current epoch
+      (with `repeat()`ed data, as TF-Slim read it, there is one); else the
+      error stops training.
+
     `keras_slim.callbacks.Checkpoints` never writes a state with a
     non-finite variable, nor, for a model without the step's check, a
     state after a non-finite loss was applied, whatever the order of the
@@ -43,22 +56,37 @@ class NanLossGuard(RunCallback):
     Args:
         fail: Whether a non-finite loss stops training.
             Defaults to `True`.
+        rollback: Non-negative integer: how many times a `fit` rolls back
+            to its last checkpoint past a batch that diverged.
+            Defaults to `0`.
 
     Raises:
-        ValueError: if `fail` is not a boolean.
+        ValueError: if `fail` is not a boolean, or `rollback` not a
+            non-negative integer, or positive with `fail=False`. Before
+            the first step, for `rollback` on a model that is not a
+            `SlimModel`, or in a `fit` without `Checkpoints`.
 
     Example:
     ```python
     model.fit(x, y, callbacks=[keras_slim.callbacks.NanLossGuard()])
+    saver = keras_slim.callbacks.Checkpoints("/tmp/run", every_n_steps=100)
+    guard = keras_slim.callbacks.NanLossGuard(rollback=3)
+    model.fit(data, epochs=1, steps_per_epoch=10_000, callbacks=[saver, guard])
     ```
     """
 
     #: Seconds between two warnings about skipped steps.
     WARN_EVERY_SECS = 60.0
 
-    def __init__(self, fail=True, *, clock=None):
+    def __init__(self, fail=True, *, rollback=0, clock=None):
         super().__init__()
         self.fail = _validation.boolean("fail", fail)
+        self.rollback = _validation.non_negative_int("rollback", rollback)
+        if self.rollback and not self.fail:
+            raise ValueError(
+                "`rollback` rolls back instead of failing: it needs "
+                f"fail=True. Received: fail=False, rollback={rollback!r}"
+            )
         self._clock = clock or time.monotonic
 
     def on_train_begin(self, logs=None):
@@ -68,6 +96,34 @@ class NanLossGuard(RunCallback):
         self._run.raise_on_nonfinite = self.fail
         self._reported = 0
         self._warned_at = None
+        self._checked = not self.rollback
+        if self.rollback:
+            if not isinstance(self.model, SlimModel):
+                raise ValueError(
+                    f"NanLossGuard(rollback={self.rollback}) needs a "
+                    "keras_slim.SlimModel (whose step changes nothing when "
+                    f"it is not finite); got a {type(self.model).__name__}."
+                )
+            self._run.rollback = Rollback(self._run, self.rollback)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._checked:
+            return
+        # After every callback's on_train_begin: Checkpoints has said so.
+        self._checked = True
+        if self.model.steps_per_execution != 1:
+            raise ValueError(
+                f"NanLossGuard(rollback={self.rollback}) needs one step per "
+                "call (a failing step is then a call of its own): compile "
+                "with steps_per_execution='auto' or 1. Received: "
+                f"steps_per_execution={self.model.steps_per_execution!r}"
+            )
+        if self._run.checkpoints is None:
+            raise ValueError(
+                f"NanLossGuard(rollback={self.rollback}) rolls back to the "
+                "last checkpoint: add a keras_slim.callbacks.Checkpoints "
+                "callback to the same fit."
+            )
 
     def on_epoch_begin(self, epoch, logs=None):
         self._warned = False
@@ -79,9 +135,12 @@ class NanLossGuard(RunCallback):
             model: The model about to be fitted.
 
         Returns:
-            `[]`, or `[1]` for a model without that check.
+            `[]`, or `[1]` for a model without that check, or with
+            rollbacks (a failing step is then a call of its own).
         """
-        return [] if isinstance(model, SlimModel) else [1]
+        if self.rollback or not isinstance(model, SlimModel):
+            return [1]
+        return []
 
     def on_train_batch_end(self, batch, logs=None):
         skipped = self._run.skipped_steps

@@ -170,6 +170,15 @@ def add_services_flags(add):
         "Also keep one checkpoint every this many hours.",
         parse=positive_float,
     )
+    add(
+        "rollback_on_nan",
+        0,
+        "How many times a non-finite loss or gradient rolls back to the "
+        "last checkpoint, skips the batch that diverged and goes on, "
+        "before one stops training (keras_slim's; 0: stop at the first, "
+        "as TF-Slim).",
+        parse=non_negative_int,
+    )
 
 
 # What each optimizer flag takes, as its optimizer checks it; the others

@@ -323,6 +323,7 @@ def _train(model, data, flags, warm, config, progress):
         trace_every_n_steps=flags.trace_every_n_steps,
         keep_checkpoint_max=flags.keep_checkpoint_max,
         keep_checkpoint_every_n_hours=flags.keep_checkpoint_every_n_hours,
+        rollback_on_nan=flags.rollback_on_nan,
         warm_start=warm,
         is_chief=config.is_chief,
         callbacks=progress,

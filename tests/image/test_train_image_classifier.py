@@ -107,6 +107,7 @@ def test_policy_and_scope_flags_parse():
         (["--labels", "3-11"], "flag --labels=3-11: digits must be 0-9"),
         (["--momentum", "1.5"], "flag --momentum=1.5: must be in [0, 1)"),
         (["--keep_checkpoint_max", "-1"], "flag --keep_checkpoint_max"),
+        (["--rollback_on_nan", "-1"], "flag --rollback_on_nan"),
         (
             ["--worker_replicas", "3", "--replicas_to_aggregate", "2"],
             "flag --replicas_to_aggregate: backup workers (fewer",
@@ -628,13 +629,17 @@ def test_retention_flags_reach_train(tmp_path, monkeypatch):
                 "0",
                 "--keep_checkpoint_every_n_hours",
                 "2.5",
+                "--rollback_on_nan",
+                "3",
             ]
         )
     assert seen["keep_checkpoint_max"] == 0
     assert seen["keep_checkpoint_every_n_hours"] == 2.5
+    assert seen["rollback_on_nan"] == 3
     defaults = cli.parser().parse_args(["--train_dir", str(tmp_path)])
     assert defaults.keep_checkpoint_max == 5
     assert defaults.keep_checkpoint_every_n_hours is None
+    assert defaults.rollback_on_nan == 0
 
 
 def _digits_model(strategy, synchronized):

@@ -1,0 +1,101 @@
+"""Rollback on divergence: back to the last checkpoint, past the bad batch.
+
+`NanLossGuard(rollback=n)` (`--rollback_on_nan n`) gives the run a
+`Rollback`. When a step's loss or gradient is not finite, a `SlimModel`'s
+step raises before any variable changed; the train function hands the
+error here instead of to Keras, at most `n` times per `fit`. The
+rollback restores the run's last checkpoint with its input position (the
+model's and the optimizer's variables, and the host iterators, in place),
+replays the steps from there to the one before the failure (the same
+batches: the restored iterators give them again), drops the batch that
+diverged from the host iterator, and runs the call's step on the next
+batch. Keras's loop sees one call of one step, as it asked for: the global
+step and every callback's count stay those of a run on the same data
+without that batch. Rollbacks need one step per call (`NanLossGuard`
+asks for it), so that the failing step is a call of its own, and a
+checkpoint in the current epoch (with `repeat()`d data, as TF-Slim's
+pipelines read, there is one epoch); else the error stops training as
+without a rollback.
+"""
+
+import logging
+
+from keras_slim import training_state
+from keras_slim._fit import position as position_lib
+
+logger = logging.getLogger("keras_slim")
+
+
+class Rollback:
+    """The rollbacks left to one `fit`, and how to do one.
+
+    Args:
+        run: The fit's `Run` (its model, position and `Checkpoints`).
+        budget: How many rollbacks the `fit` may do.
+
+    Example:
+    ```python
+    run.rollback = Rollback(run, budget=2)  # by NanLossGuard(rollback=2)
+    ```
+    """
+
+    def __init__(self, run, budget):
+        self._run = run
+        self.budget = budget
+        self.done = []
+
+    def takes(self, error):
+        """Whether this rollback handles `error` (a non-finite step that
+        changed nothing, with rollbacks left and a checkpoint to go to)."""
+        if error.applied or len(self.done) >= self.budget:
+            return False
+        saver = self._run.checkpoints
+        path = None if saver is None else saver.latest_checkpoint
+        if path is None:
+            return False
+        # The replay reads on in the current pass: a checkpoint of an
+        # earlier epoch is not rolled back to.
+        saved = position_lib.saved(path)
+        return saved is not None and saved.epoch == self._run.position.epoch
+
+    def roll_back(self, call, iterator, error):
+        """Rolls back to the last checkpoint, replays to the step before
+        `error`'s, drops the batch that diverged and runs the call's step.
+
+        Args:
+            call: The train function's call on Keras's `iterator` (one
+                step).
+            iterator: The iterator Keras handed the train function.
+            error: The `NanLossDuringTrainingError` of the step.
+
+        Returns:
+            The logs of the call's step.
+
+        Raises:
+            NanLossDuringTrainingError: for a step of the replay that is
+                not finite (the replay did not give the same steps).
+        """
+        run = self._run
+        model = run.model
+        position = run.position
+        failed = error.step
+        path = run.checkpoints.latest_checkpoint
+        self.done.append(failed)
+        logger.warning(
+            "Non-finite %s at global step %d (epoch %d, batch %d of the "
+            "epoch): rolling back to %s with its input position, replaying "
+            "to step %d and skipping that batch (rollback %d of %d).",
+            error.cause,
+            failed,
+            position.epoch,
+            position.step,
+            path,
+            failed - 1,
+            len(self.done),
+            self.budget,
+        )
+        training_state.restore_training_state(model, path, data=position.state)
+        while int(model.optimizer.iterations.numpy()) < failed - 1:
+            call(iterator)
+        position.drop_batch()
+        return call(iterator)
