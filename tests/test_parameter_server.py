@@ -103,6 +103,7 @@ def test_bad_arguments_fail_before_any_step(fitted):
     assert "`steps_per_epoch` is required" in result["error_no_steps"]
     assert "`validation_data` is not supported" in result["error_validation"]
     assert "no `y`" in result["error_y"]
+    assert "cannot roll back asynchronous steps" in result["error_rollback"]
     assert result["iterations_after_errors"] == 0
 
 

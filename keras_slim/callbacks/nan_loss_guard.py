@@ -4,6 +4,7 @@ import logging
 import math
 import time
 
+from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim._fit.rollback import Rollback
 from keras_slim.callbacks._run_callback import RunCallback
@@ -64,7 +65,8 @@ class NanLossGuard(RunCallback):
         ValueError: if `fail` is not a boolean, or `rollback` not a
             non-negative integer, or positive with `fail=False`. Before
             the first step, for `rollback` on a model that is not a
-            `SlimModel`, or in a `fit` without `Checkpoints`.
+            `SlimModel`, under `ParameterServerStrategy`, or in a `fit`
+            without `Checkpoints`.
 
     Example:
     ```python
@@ -103,6 +105,12 @@ class NanLossGuard(RunCallback):
                     f"NanLossGuard(rollback={self.rollback}) needs a "
                     "keras_slim.SlimModel (whose step changes nothing when "
                     f"it is not finite); got a {type(self.model).__name__}."
+                )
+            if _strategy.is_parameter_server(self.model.distribute_strategy):
+                raise ValueError(
+                    f"NanLossGuard(rollback={self.rollback}) cannot roll "
+                    "back asynchronous steps over parameter servers (other "
+                    "workers' steps are in flight); use rollback=0."
                 )
             self._run.rollback = Rollback(self._run, self.rollback)
 

@@ -119,6 +119,10 @@ with LocalCluster(workers=2, ps=2) as cluster:
         "no_steps": {},
         "validation": {"steps_per_epoch": 5, "validation_data": dataset_fn},
         "y": {"steps_per_epoch": 5, "y": np.zeros(3)},
+        "rollback": {
+            "steps_per_epoch": 5,
+            "callbacks": [keras_slim.callbacks.NanLossGuard(rollback=1)],
+        },
     }.items():
         try:
             model.fit(dataset_fn, verbose=0, **kwargs)
