@@ -176,14 +176,11 @@ class LocalCluster:
     def _start_server(self, job, index):
         command = [
             sys.executable,
-            "-m",
-            "keras_slim.cluster",
-            "--serve",
+            "-c",
+            _SERVE,
             job,
             str(index),
-            "--spec",
             json.dumps(self.spec),
-            "--parent",
             str(os.getpid()),
         ]
         process = subprocess.Popen(
@@ -325,20 +322,26 @@ def _wait_all(command, processes, timeout):
     ]
 
 
-def _serve(job, index, spec, parent):
-    """A server task: serve until the process that started it is gone."""
-    import tensorflow as tf
-
-    server = tf.distribute.Server(
-        tf.train.ClusterSpec(spec),
-        job_name=job,
-        task_index=index,
-        protocol="grpc",
-        start=True,
-    )
-    while os.getppid() == parent and server is not None:
-        time.sleep(0.5)
-    os._exit(0)
+# A server task's program: serve until the process that started it is
+# gone. It runs without keras_slim and without Keras (which TensorFlow
+# imports eagerly, and Keras scikit-learn): a server needs neither, and
+# starts in about half the time (2.6 s of CPU instead of 4.5).
+_SERVE = """
+import json, os, sys, time
+sys.modules["keras"] = None
+import tensorflow as tf
+job, index, spec, parent = sys.argv[1:]
+server = tf.distribute.Server(
+    tf.train.ClusterSpec(json.loads(spec)),
+    job_name=job,
+    task_index=int(index),
+    protocol="grpc",
+    start=True,
+)
+while os.getppid() == int(parent):
+    time.sleep(0.5)
+os._exit(0)
+"""
 
 
 def main(argv=None):
@@ -352,19 +355,8 @@ def main(argv=None):
     )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--ps", type=int, default=0)
-    parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--spec", help=argparse.SUPPRESS)
-    parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    if args.serve:
-        _serve(
-            args.serve[0],
-            int(args.serve[1]),
-            json.loads(args.spec),
-            args.parent,
-        )
-        return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command given: ... -- python train.py [flags]")
