@@ -5,6 +5,7 @@ before TensorFlow starts), in a temporary working directory. The demo of
 `make demo` runs too, shortened.
 """
 
+import os
 import pathlib
 import re
 import subprocess
@@ -43,6 +44,14 @@ PAGES = sorted(
 )
 
 
+def bare_env(**values):
+    """A user's environment: `values`, and the test run's `PYTHONPATH`
+    when it has one (a git worktree's code, not the installed one's)."""
+    if os.environ.get("PYTHONPATH"):
+        values["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return values
+
+
 def run_python(args, cwd, timeout=300):
     return subprocess.run(
         [sys.executable, *args],
@@ -50,7 +59,7 @@ def run_python(args, cwd, timeout=300):
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"},
+        env=bare_env(TF_CPP_MIN_LOG_LEVEL="3", PATH="/usr/bin:/bin"),
     )
 
 
@@ -145,7 +154,7 @@ def test_tf_slim_readme_commands_run_as_written(tmp_path):
             capture_output=True,
             text=True,
             timeout=300,
-            env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)},
+            env=bare_env(PATH=f"{bin_dir}:/usr/bin:/bin", HOME=str(tmp_path)),
         )
         assert result.returncode == 0, script + result.stderr[-3000:]
         outputs.append(result)
