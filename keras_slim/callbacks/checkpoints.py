@@ -308,6 +308,14 @@ class Checkpoints(StepCallback):
                 type(self.model).__name__,
             )
             return
+        if feed.why is not None and not feed.position.follows_keras:
+            logger.warning(
+                "Checkpoints: the input position of this fit cannot be "
+                "saved (%s). A resumed run reads its data from the "
+                "beginning again.",
+                feed.why,
+            )
+            return
         if feed.why is not None:
             logger.warning(
                 "Checkpoints: the input position of this fit cannot be "
