@@ -294,8 +294,9 @@ def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
     if steps_per_epoch is None:
         raise ValueError(
             "`steps_per_epoch` is required under ParameterServerStrategy: "
-            "the workers read their own (repeated) datasets, so the end of "
-            "an epoch cannot be seen. Received: steps_per_epoch=None"
+            "an epoch is the steps scheduled on the workers, and the data "
+            "is not read to its end (a dataset function's is read by the "
+            "workers, on their own). Received: steps_per_epoch=None"
         )
     _validation.positive_int("steps_per_epoch", steps_per_epoch)
     _validation.positive_int("epochs", epochs)
@@ -343,9 +344,11 @@ def fit(
 
     Args:
         model: A compiled `SlimModel` made in the strategy's scope.
-        x: A `tf.data.Dataset` of batches (each worker reads all of it),
-            or a dataset function `input_context -> tf.data.Dataset` (each
-            worker calls it, and may shard by `input_context`).
+        x: A `tf.data.Dataset` of batches (the coordinator reads it
+            and sends each call its batches, each batch once; its
+            position is saved by `Checkpoints`), or a dataset function
+            `input_context -> tf.data.Dataset` (each worker calls it, and
+            may shard by `input_context`; no position is saved).
         batch_size: Must be `None` (the data is batched).
         epochs: Positive integer.
         verbose: As Keras's (`"auto"` is 1).
