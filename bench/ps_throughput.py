@@ -15,7 +15,14 @@ its steps per scheduled call (here 10: epochs of 20 steps over 2
 workers). Runs alternate between the two; the table gives medians and
 the median of the per-pair ratios. Target (issue 19): ratio >= 1.5.
 
-Run: `python bench/ps_throughput.py [--runs 9]` (about 20 s per run).
+`--coordinator-reads` compares instead `SlimModel.fit` on the dataset
+function (each worker reads its own data) with `SlimModel.fit` on the
+`tf.data.Dataset` it returns, which the coordinator reads, sending each
+call its batches (the input position that checkpoints save): the cost of
+that feed.
+
+Run: `python bench/ps_throughput.py [--runs 9] [--coordinator-reads]`
+(about 20 s per run).
 """
 
 import argparse
@@ -77,11 +84,12 @@ def child(variant):
                     from_logits=True
                 ),
             )
-        data = (
-            keras.utils.experimental.DatasetCreator(dataset_fn)
-            if variant == "tf_keras"
-            else dataset_fn
-        )
+        if variant == "tf_keras":
+            data = keras.utils.experimental.DatasetCreator(dataset_fn)
+        elif variant == "keras_slim_dataset":
+            data = dataset_fn()  # read by the coordinator
+        else:
+            data = dataset_fn
         timer = Timer()
         model.fit(
             data,
@@ -109,28 +117,39 @@ def run(variant):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument(
+        "--coordinator-reads",
+        action="store_true",
+        help="dataset function vs tf.data.Dataset, both SlimModel.fit",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child)
         return
-    variants = ["keras_slim", "tf_keras"]
+    if args.coordinator_reads:
+        variants = ["keras_slim_dataset", "keras_slim"]
+        names = ["coordinator reads", "workers read"]
+    else:
+        variants = ["keras_slim", "tf_keras"]
+        names = ["SlimModel.fit", "tf_keras fit"]
     results = {v: [] for v in variants}
     for i in range(args.runs):
         for variant in variants if i % 2 == 0 else variants[::-1]:
             results[variant].append(run(variant))
-    ratios = [a / b for a, b in zip(results["keras_slim"], results["tf_keras"])]
+    mine, peer = (results[v] for v in variants)
+    ratios = [a / b for a, b in zip(mine, peer)]
     print(
         f"2 workers + 1 ps on loopback, {args.runs} alternating runs, "
         f"{TIMED} steps timed after {WARMUP}; {os.cpu_count()} CPUs"
     )
     print()
-    print("| model | tf_keras fit steps/s | SlimModel.fit steps/s | ratio |")
+    print(f"| model | {names[1]} steps/s | {names[0]} steps/s | ratio |")
     print("|---|---|---|---|")
     print(
         f"| MLP 32-64-64-10, batch 64 | "
-        f"{statistics.median(results['tf_keras']):.1f} | "
-        f"{statistics.median(results['keras_slim']):.1f} | "
+        f"{statistics.median(peer):.1f} | "
+        f"{statistics.median(mine):.1f} | "
         f"{statistics.median(ratios):.3f} "
         f"({min(ratios):.2f}-{max(ratios):.2f}) |"
     )

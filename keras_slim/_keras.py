@@ -42,6 +42,7 @@ __all__ = [
     "replace_all_reduce_sum",
     "run_no_step_in_next_call",
     "set_initial_epoch",
+    "initial_epoch",
     "strategy_supports_no_merge_call",
     "symbolic_build",
     "unscale_loss",
@@ -327,6 +328,12 @@ def dataset_external_state(dataset):
     except tf.errors.FailedPreconditionError as error:
         return error.message
     return None
+
+
+def initial_epoch(model):
+    """The epoch `set_initial_epoch` set (a restore's), or `None`: the
+    parameter-server loop starts there as Keras's `fit` does."""
+    return getattr(model, "_initial_epoch", None)
 
 
 def set_initial_epoch(model, epoch):

@@ -272,6 +272,9 @@ def test_every_name_of_the_internals_module_works():
     built = compile_model(mlp(cls=keras.Model))
     _keras.symbolic_build(built, (x, y))
     assert built.optimizer.built
+    _keras.set_initial_epoch(built, 3)
+    assert _keras.initial_epoch(built) == 3
+    _keras.set_initial_epoch(built, None)
 
 
 def test_the_sum_replacement_is_per_optimizer_instance():

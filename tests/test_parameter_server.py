@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim._fit import parameter_server
+from keras_slim._fit import scheduled_input
 from tests.helpers import once_per_session
 
 SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
@@ -220,24 +221,28 @@ def test_atomic_updates_trace_single_ops():
 
 
 class FakeEpoch:
-    """A model, callbacks, schedule and join for `_run_epoch`: each call
-    scheduled is one step, applied when joined."""
+    """A model, run, callbacks, schedule and join for `_run_epoch`: each
+    call scheduled is one step, applied when joined; `no_step_below`
+    makes the calls before that batch run no step, as after a restore."""
 
-    def __init__(self):
-        self.steps_per_execution = 1
+    def __init__(self, steps_per_execution=1, no_step_below=0):
+        self.steps_per_execution = steps_per_execution
         self.stop_training = False
+        self.no_step = False
+        self.no_step_below = no_step_below
         self.optimizer = types.SimpleNamespace(iterations=tf.Variable(0))
-        self.pending, self.events = 0, []
+        self.pending, self.events, self.ends, self.args = 0, [], [], []
 
     def on_train_batch_begin(self, batch):
-        pass
+        self.no_step = batch < self.no_step_below
 
     def on_train_batch_end(self, batch, logs):
-        pass
+        self.ends.append(batch)
 
     def schedule(self, function, args):
         self.pending += 1
         self.events.append("S")
+        self.args.append(args)
 
     def join(self):
         self.optimizer.iterations.assign_add(self.pending)
@@ -245,18 +250,26 @@ class FakeEpoch:
         self.events.append("J")
 
 
+def plan_of(fake, reads, startup=None):
+    """A `_plan` for `_run_epoch` on a `FakeEpoch`."""
+    return types.SimpleNamespace(
+        run=fake,
+        schedule=fake.schedule,
+        step_function=None,
+        reads=reads,
+        join=fake.join,
+        startup=startup,
+    )
+
+
 def test_startup_delay_starts_worker_i_at_i_times_the_delay():
     fake = FakeEpoch()
-    parameter_server._run_epoch(
+    plan = plan_of(
         fake,
-        fake,
-        fake.schedule,
-        None,
-        None,
-        10,
-        join=fake.join,
-        startup=parameter_server.StartupDelay(2, workers=3),
+        scheduled_input.WorkerReads(None),
+        parameter_server.StartupDelay(2, workers=3),
     )
+    parameter_server._run_epoch(fake, fake, plan, 10)
     # Steps 0-1: one call at a time (worker 0); steps 2-3: two at once;
     # from step 4 (= 2 x 2) every worker runs: no more waves.
     assert "".join(fake.events) == "SJSJSSJSSSSSS"
@@ -269,3 +282,18 @@ def test_startup_delay_starts_worker_i_at_i_times_the_delay():
         3,
         None,
     ]
+
+
+def test_coordinator_reads_skip_caught_up_calls_and_stop_at_the_end():
+    """A restored epoch's first calls read nothing; each call is given a
+    block of its batches; data that runs out stops with Keras's warning
+    after its last batch."""
+    fake = FakeEpoch(steps_per_execution=4, no_step_below=4)
+    data = tf.data.Dataset.range(10).batch(1)  # 10 batches of shape (1,)
+    reads = scheduled_input.CoordinatorReads(iter(data))
+    with pytest.warns(UserWarning, match="Your input ran out of data"):
+        parameter_server._run_epoch(fake, fake, plan_of(fake, reads), 20)
+    assert fake.ends == [3, 7, 11, 13]
+    assert fake.stop_training
+    blocks = [(args[0].numpy().ravel().tolist(), args[1]) for args in fake.args]
+    assert blocks == [([0, 1, 2, 3], 4), ([4, 5, 6, 7], 4), ([8, 9], 2)]

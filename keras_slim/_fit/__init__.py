@@ -4,8 +4,10 @@ A batch, from `fit` to `train_step`:
 
 1. `SlimModel.fit` -> `fit` here: a run starts (`keras_slim/_run.py`);
 2. the strategy decides the loop: parameter servers get keras_slim's
-   coordinator loop (`parameter_server.py`); every other strategy gets
-   Keras's `fit`;
+   coordinator loop (`parameter_server.py`), which reads a
+   `tf.data.Dataset` on the coordinator and sends each worker's call its
+   batches (`scheduled_input.py`); every other strategy gets Keras's
+   `fit`;
 3. with `steps_per_execution="auto"`, `auto_steps.choose` picks the steps
    per call the callbacks allow;
 4. `feed.make` picks the run's data feed: a host iterator the run owns
@@ -67,7 +69,9 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
         callbacks = list(kwargs.get("callbacks") or [])
         with function.bound(run), _run.handed_to(callbacks, run):
             if _strategy.is_parameter_server(model.distribute_strategy):
-                return _fit_on_parameter_servers(model, run, x, y, kwargs, auto)
+                return _fit_on_parameter_servers(
+                    model, run, x, y, kwargs, auto, function.inputs
+                )
             return _fit_with_keras(
                 model, run, keras_fit, x, y, kwargs, auto, function.inputs
             )
@@ -97,22 +101,35 @@ def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto, cache):
             model.steps_per_execution = 1
 
 
-def _fit_on_parameter_servers(model, run, x, y, kwargs, auto):
+def _fit_on_parameter_servers(model, run, x, y, kwargs, auto, cache):
+    """keras_slim's coordinator loop; `cache` is the train function's
+    `InputCache`. A `tf.data.Dataset` is read by the coordinator, in a
+    `HostFeed` whose position checkpoints save; a dataset function by the
+    workers (`parameter_server.why_workers_read`)."""
     if y is not None:
         raise ValueError(
             "Under ParameterServerStrategy, pass a tf.data.Dataset of "
             "(x, y) batches or a dataset function as `x`, and no `y`."
         )
-    run.position = position.InputPosition(follows_keras=False)
-    run.feed = feed_lib.Feed(
-        x,
-        None,
-        kwargs,
-        position=run.position,
-        why="parameter-server workers read their own data",
-    )
+    why = parameter_server.why_workers_read(model, x)
+    if why is None:
+        run.feed = feed_lib.make(model, x, None, kwargs, None, cache)
+    else:
+        run.feed = feed_lib.Feed(
+            x,
+            None,
+            kwargs,
+            position=position.InputPosition(follows_keras=False),
+            why=why,
+        )
+    run.position = run.feed.position
     if auto:
         model.steps_per_execution = auto_steps.choose(model, x, kwargs)
+    kwargs = dict(kwargs)
+    kwargs["callbacks"] = [
+        position.Position(run),
+        *(kwargs.get("callbacks") or []),
+    ]
     try:
         return parameter_server.fit(
             model,
@@ -122,5 +139,6 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs, auto):
             **kwargs,
         )
     finally:
+        run.feed.end()
         if auto:
             model.steps_per_execution = 1

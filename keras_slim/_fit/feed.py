@@ -327,7 +327,7 @@ def _why_not_host(model, kwargs):
     if model.run_eagerly:
         return "the model runs eagerly"
     kind = _strategy.kind(model.distribute_strategy)
-    if kind in (_strategy.MULTI_WORKER, _strategy.PARAMETER_SERVER):
+    if kind == _strategy.MULTI_WORKER:
         return f"the {kind.replace('_', ' ')} strategy reads its own input"
     if kwargs.get("class_weight"):
         return "`class_weight` is applied by Keras's own input pipeline"

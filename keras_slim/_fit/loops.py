@@ -6,8 +6,9 @@ scheduled iterator), the first one unconditionally and the others in a
 `tf.while_loop` (Keras 3.15's own loop fails under `MirroredStrategy`),
 and records each step's loss-tracker state (`Records`), which the call
 leaves in the run for the callbacks that log single steps.
-`multi_step_functions` and `scheduled_steps_function` make the compiled
-functions of the train function and of parameter-server workers.
+`multi_step_functions`, `scheduled_steps_function` and
+`fed_steps_function` make the compiled functions of the train function
+and of parameter-server workers.
 docs/design.md ("Private Keras internals", "Steps per call") says why.
 """
 
@@ -137,14 +138,14 @@ class BlockSource:
     """Batches sliced out of one block of up to `steps` batches.
 
     Args:
-        blocks: An iterator of blocks (`keras_slim/_fit/blocks.py`).
+        block: A block (`keras_slim/_fit/blocks.py`): read from an
+            iterator of blocks in the call, or given to a parameter-server
+            worker's call by the coordinator.
         distribute: As for `IteratorSource`. Defaults to the identity.
     """
 
-    def __init__(self, blocks, distribute=_same):
-        # One read of the data per call; an exhausted iterator raises
-        # OutOfRangeError here.
-        self._block = blocks.get_next()
+    def __init__(self, block, distribute=_same):
+        self._block = block
         self.count = blocks_lib.block_size(self._block)
         self._distribute = distribute
 
@@ -323,7 +324,9 @@ def multi_step_functions(model, step_function):
 
     @tf.autograph.experimental.do_not_convert
     def on_blocks(blocks):
-        source = BlockSource(blocks, split)
+        # One read of the data per call; an exhausted iterator raises
+        # OutOfRangeError here.
+        source = BlockSource(blocks.get_next(), split)
         return run_steps(one_step, source, source.count, Records(model, record))
 
     def on_python(iterator):
@@ -361,6 +364,33 @@ def scheduled_steps_function(model):
     def train_steps(iterator, steps):
         outputs, _ = run_steps(
             one_step, ScheduledSource(iterator), steps, Records(model, False)
+        )
+        return outputs
+
+    return tf.function(train_steps)
+
+
+def fed_steps_function(model):
+    """The function a parameter-server worker runs on batches the
+    coordinator read and sent (`keras_slim/_fit/coordinator_feed.py`).
+
+    Args:
+        model: The `SlimModel`, under `ParameterServerStrategy`.
+
+    Returns:
+        A `tf.function` of `(block, steps)`: a block of `steps` batches
+        (each tensor with a leading axis of `steps`), `steps` a Python int
+        (one trace per value, no loop for one step), running one train
+        step per batch.
+    """
+    strategy = model.distribute_strategy
+
+    def one_step(data):
+        return strategy.run(model.train_step, args=(data,))
+
+    def train_steps(block, steps):
+        outputs, _ = run_steps(
+            one_step, BlockSource(block), steps, Records(model, False)
         )
         return outputs
 

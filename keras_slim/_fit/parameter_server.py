@@ -4,9 +4,14 @@ tf_keras's kind of loop on a `ClusterCoordinator`: state built on the
 parameter servers before the first step, one scheduled call of
 `steps_per_execution` steps per batch, atomic `assign_add`, callbacks on
 the coordinator, every wait bounded by a `WorkerWatch` when workers are
-lost (`KERAS_SLIM_WORKER_TIMEOUT_SECS`). With synchronous settings on the
+lost (`KERAS_SLIM_WORKER_TIMEOUT_SECS`). A `tf.data.Dataset` is read by
+the coordinator, which sends each call its batches and saves the position
+(`scheduled_input.py`); a dataset function is read by each worker. The
+loop is Keras's epoch loop: the run's `Position` callback first, a
+restored epoch and step to start from. With synchronous settings on the
 strategy, the steps are `sync_replicas.SyncSteps`. docs/design.md
-("Private Keras internals") gives the details.
+("Private Keras internals", "Parameter servers: no batch lost or
+repeated") gives the details.
 """
 
 import contextlib
@@ -16,6 +21,7 @@ import os
 import socket
 import time
 import types
+import warnings
 import weakref
 
 import keras
@@ -25,6 +31,7 @@ from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim._fit import loops
+from keras_slim._fit import scheduled_input
 from keras_slim._fit import sync_replicas
 
 _COORDINATORS = weakref.WeakKeyDictionary()
@@ -227,6 +234,38 @@ def make_updates_atomic(model):
         _keras.make_assign_add_atomic(variable)
 
 
+def why_workers_read(model, x):
+    """Why the workers read `x` themselves, or `None` when the coordinator
+    reads it and sends each call its batches (`scheduled_input.py`): a
+    `tf.data.Dataset` of dense batches, with asynchronous steps.
+
+    Args:
+        model: The `SlimModel`, under `ParameterServerStrategy`.
+        x: `fit`'s data argument.
+
+    Returns:
+        A reason (for the warning of `Checkpoints`: the position is then
+        not saved), or `None`.
+    """
+    if not isinstance(x, tf.data.Dataset):
+        return (
+            "parameter-server workers read their own data from a dataset "
+            "function; pass a tf.data.Dataset for the coordinator to read "
+            "and save its position"
+        )
+    if _strategy.sync_settings(model.distribute_strategy) is not None:
+        return (
+            "synchronous steps over parameter servers read the dataset on "
+            "the workers"
+        )
+    if not scheduled_input.dense(x.element_spec):
+        return (
+            "the dataset has components that are not dense tensors, which "
+            "parameter-server workers read on their own"
+        )
+    return None
+
+
 def _per_worker_dataset(x, batch_size, strategy):
     """What `create_per_worker_dataset` takes, and one batch for building."""
     if isinstance(x, tf.data.Dataset):
@@ -255,8 +294,9 @@ def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
     if steps_per_epoch is None:
         raise ValueError(
             "`steps_per_epoch` is required under ParameterServerStrategy: "
-            "the workers read their own (repeated) datasets, so the end of "
-            "an epoch cannot be seen. Received: steps_per_epoch=None"
+            "an epoch is the steps scheduled on the workers, and the data "
+            "is not read to its end (a dataset function's is read by the "
+            "workers, on their own). Received: steps_per_epoch=None"
         )
     _validation.positive_int("steps_per_epoch", steps_per_epoch)
     _validation.positive_int("epochs", epochs)
@@ -304,9 +344,11 @@ def fit(
 
     Args:
         model: A compiled `SlimModel` made in the strategy's scope.
-        x: A `tf.data.Dataset` of batches (each worker reads all of it),
-            or a dataset function `input_context -> tf.data.Dataset` (each
-            worker calls it, and may shard by `input_context`).
+        x: A `tf.data.Dataset` of batches (the coordinator reads it
+            and sends each call its batches, each batch once; its
+            position is saved by `Checkpoints`), or a dataset function
+            `input_context -> tf.data.Dataset` (each worker calls it, and
+            may shard by `input_context`; no position is saved).
         batch_size: Must be `None` (the data is batched).
         epochs: Positive integer.
         verbose: As Keras's (`"auto"` is 1).
@@ -315,8 +357,11 @@ def fit(
         initial_epoch: The epoch to start at.
         steps_per_epoch: Required: batches (of `steps_per_execution` steps
             each, the last may be shorter) per epoch.
-        run: The fit's `Run`; its `settle()` waits for the steps in
-            flight while `fit` runs.
+        run: The fit's `Run`: its `settle()` waits for the steps in
+            flight while `fit` runs; its feed is a `HostFeed` when the
+            coordinator reads `x` (`why_workers_read`), whose position
+            checkpoints save, and its `Position` callback is first in
+            `callbacks`.
         translate_error: Wraps the coordinator's waits, so that a step's
             errors read as they do in Keras's `fit`.
         **unsupported: Other `fit` arguments; any that is set is an error.
@@ -349,6 +394,13 @@ def fit(
             model.train_function.for_run()
             if plan.sync is not None:
                 _check_sync_summaries(run)
+            if plan.reads is None:
+                # After the restore: the position's iterator is restored.
+                plan.reads = scheduled_input.CoordinatorReads(
+                    run.feed.source(plan)
+                )
+            # Keras's `fit` starts where a restore says, as here.
+            initial_epoch = _keras.initial_epoch(model) or initial_epoch
             logs = {}
             for epoch in range(initial_epoch, epochs):
                 logs = _epoch(
@@ -362,19 +414,26 @@ def fit(
             callback_list.on_train_end(logs)
     finally:
         run.set_settle(None)
+        _keras.set_initial_epoch(model, None)
     return model.history
 
 
 def _plan(model, x, batch_size, run, translate_error):
-    """How this fit schedules its steps: built state, the workers'
-    iterator, and the schedule, join and settle of the steps' kind
-    (asynchronous, or synchronous with `SyncSteps`).
+    """How this fit schedules its steps: built state, what each call
+    reads (`scheduled_input`: the coordinator's reads are made when
+    training begins, after a restore), and the schedule, join and settle
+    of the steps' kind (asynchronous, or synchronous with `SyncSteps`).
 
     Raises:
         ValueError: for `startup_delay_steps` with synchronous steps.
     """
     strategy = model.distribute_strategy
-    dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
+    fed = run.feed is not None and run.feed.reads_host
+    if fed:
+        _validation.no_batch_size_for_dataset(batch_size)
+        sample = x.element_spec
+    else:
+        dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
     settings = _strategy.sync_settings(strategy)
     if settings is not None and run.startup_delay_steps:
         raise ValueError(
@@ -389,16 +448,27 @@ def _plan(model, x, batch_size, run, translate_error):
     model.make_train_function()  # resolves the policy, installs the mixin
     make_updates_atomic(model)
     coord = coordinator(strategy)
-    iterator = iter(coord.create_per_worker_dataset(dataset_fn))
     watch = WorkerWatch.of(strategy)
     join = translate_error(lambda: watched_join(coord, watch))
+    if fed:
+        # Made when training begins, after a restore (`fit`).
+        reads = None
+        step_function = loops.fed_steps_function(model)
+    else:
+        reads = scheduled_input.WorkerReads(
+            iter(coord.create_per_worker_dataset(dataset_fn))
+        )
+        step_function = loops.scheduled_steps_function(model)
     if settings is not None:
-        sync = sync_replicas.SyncSteps(model, coord, iterator, settings, watch)
+        sync = sync_replicas.SyncSteps(
+            model, coord, reads.iterator, settings, watch
+        )
         return types.SimpleNamespace(
+            run=run,
             sync=sync,
             schedule=_sync_schedule(sync, translate_error),
             step_function=None,
-            iterator=iterator,
+            reads=reads,
             # Each step ends applied: callbacks read exact variables.
             settle=None,
             # Backups still in flight are waited for once, at the end.
@@ -406,10 +476,11 @@ def _plan(model, x, batch_size, run, translate_error):
             startup=None,
         )
     return types.SimpleNamespace(
+        run=run,
         sync=None,
         schedule=translate_error(coord.schedule),
-        step_function=loops.scheduled_steps_function(model),
-        iterator=iterator,
+        step_function=step_function,
+        reads=reads,
         settle=join,
         join=join,
         startup=StartupDelay(run.startup_delay_steps, len(watch.workers)),
@@ -420,16 +491,7 @@ def _epoch(model, callback_list, plan, epoch, steps):
     """One epoch: its calls between their callbacks, then its logs."""
     model.reset_metrics()
     callback_list.on_epoch_begin(epoch)
-    _run_epoch(
-        model,
-        callback_list,
-        plan.schedule,
-        plan.step_function,
-        plan.iterator,
-        steps,
-        join=plan.join,
-        startup=plan.startup,
-    )
+    _run_epoch(model, callback_list, plan, steps)
     plan.join()
     logs = _epoch_logs(model)
     callback_list.on_epoch_end(epoch, logs)
@@ -442,30 +504,35 @@ def _epoch_logs(model):
     }
 
 
-def _run_epoch(
-    model,
-    callback_list,
-    schedule,
-    step_function,
-    iterator,
-    steps,
-    *,
-    join=lambda: None,
-    startup=None,
-):
+def _run_epoch(model, callback_list, plan, steps):
     """Schedules one epoch's calls, each between its callbacks.
 
-    With a `StartupDelay`, while not every worker has started, at most
-    its `concurrent` calls run at once: a wave of them is joined before
-    the next (the global step, read then, is exact).
+    A call the run says runs no step (`Run.no_step`: a resumed run
+    catching up with its epoch's count) reads nothing and schedules
+    nothing. With a `StartupDelay`, while not every worker has started, at
+    most its `concurrent` calls run at once: a wave of them is joined
+    before the next (the global step, read then, is exact). Data that runs
+    out stops training after its last batch, with Keras's warning.
+
+    Args:
+        model: The model.
+        callback_list: The `fit`'s `CallbackList`.
+        plan: The `_plan`: `run`, `schedule`, `step_function`, `reads`,
+            `join` and `startup`.
+        steps: The epoch's steps.
     """
     per_call = model.steps_per_execution
     in_wave = 0
+    startup = plan.startup
     for begin in range(0, steps, per_call):
         end = min(begin + per_call, steps) - 1
         callback_list.on_train_batch_begin(begin)
         if model.stop_training:
             break
+        if plan.run.no_step:
+            plan.run.no_step = False
+            callback_list.on_train_batch_end(end, {})
+            continue
         if startup is not None:
             allowed = startup.concurrent(
                 int(model.optimizer.iterations.numpy())
@@ -473,13 +540,30 @@ def _run_epoch(
             if allowed is None:
                 startup = None  # every worker has started
             elif in_wave >= allowed:
-                join()
+                plan.join()
                 in_wave = 0
-        schedule(step_function, args=(iterator, end - begin + 1))
+        calls, read = plan.reads.calls(end - begin + 1)
+        for args in calls:
+            plan.schedule(plan.step_function, args=args)
         in_wave += 1
-        callback_list.on_train_batch_end(end, {})
+        if read:
+            callback_list.on_train_batch_end(begin + read - 1, {})
+        if read <= end - begin:
+            _ran_out(model)
         if model.stop_training:
             break
+
+
+def _ran_out(model):
+    """Keras's `fit` stops, with this warning, where its data runs out."""
+    warnings.warn(
+        "Your input ran out of data; interrupting training. Make sure "
+        "that your dataset or generator can generate at least "
+        "`steps_per_epoch * epochs` batches. You may need to use the "
+        "`.repeat()` function when building your dataset.",
+        stacklevel=3,
+    )
+    model.stop_training = True
 
 
 def _nothing():

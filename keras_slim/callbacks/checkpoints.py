@@ -57,7 +57,10 @@ class Checkpoints(StepCallback):
       a finished one past its last epoch (`fit(epochs=4)` after
       `fit(epochs=2)`; `keras_slim.train` or `keras-slim-train` with a
       higher step target). A `fit` whose `epochs` does not go past the
-      finished one's runs its own schedule on its data afresh;
+      finished one's runs its own schedule on its data afresh. Under
+      `ParameterServerStrategy` the position is saved for a
+      `tf.data.Dataset` (the coordinator reads it), not for a dataset
+      function (the workers read it);
     - on SIGTERM or SIGINT, the call in flight finishes, the state is
       saved and `keras_slim.TrainingPreemptedError` stops training; under
       `MultiWorkerMirroredStrategy` a signal to any worker stops every
@@ -306,6 +309,14 @@ class Checkpoints(StepCallback):
                 "keras_slim.SlimModel only; a rerun of this %s starts its "
                 "data from the beginning.",
                 type(self.model).__name__,
+            )
+            return
+        if feed.why is not None and not feed.position.follows_keras:
+            logger.warning(
+                "Checkpoints: the input position of this fit cannot be "
+                "saved (%s). A resumed run reads its data from the "
+                "beginning again.",
+                feed.why,
             )
             return
         if feed.why is not None:
