@@ -18,6 +18,8 @@ from keras.src.models.functional import Functional
 from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
 from tensorflow.core.protobuf import trackable_object_graph_pb2
+from tensorflow.python.data.experimental.ops import distribute
+from tensorflow.python.distribute import input_ops
 
 __all__ = [
     "Functional",
@@ -46,6 +48,8 @@ __all__ = [
     "strategy_supports_no_merge_call",
     "symbolic_build",
     "unscale_loss",
+    "worker_input_context",
+    "worker_share",
     "xspace_to_chrome_trace",
 ]
 
@@ -168,6 +172,53 @@ def in_multi_worker_mode(strategy):
     """Whether a `MultiWorkerMirroredStrategy` spans several workers
     (`StrategyExtended._in_multi_worker_mode`)."""
     return bool(strategy.extended._in_multi_worker_mode())
+
+
+def worker_input_context(strategy):
+    """This worker's `tf.distribute.InputContext` under a multi-worker
+    `MultiWorkerMirroredStrategy`: the workers (`num_input_pipelines`),
+    this one's index among them, the replicas in sync
+    (`CollectiveAllReduceExtended._make_input_context`, what
+    `experimental_distribute_dataset` shards by)."""
+    return strategy.extended._make_input_context()
+
+
+def worker_share(dataset, context):
+    """The elements of `dataset` one worker reads under a multi-worker
+    strategy, as `experimental_distribute_dataset` makes them
+    (`input_lib.DistributedDataset._create_cloned_datasets_from_dataset`
+    with an input context): each global batch rebatched into one batch
+    per replica of the cluster (`_make_rebatch_fn`), then auto-sharded by
+    the dataset's `AutoShardPolicy` (`input_ops.auto_shard_dataset`).
+
+    Args:
+        dataset: The batched `tf.data.Dataset` given to `fit`.
+        context: The worker's `tf.distribute.InputContext`.
+
+    Returns:
+        The worker's `tf.data.Dataset`: per-replica batches, its
+        replicas' in turn.
+    """
+    workers = context.num_input_pipelines
+    index = context.input_pipeline_id
+    replicas = context.num_replicas_in_sync
+    if replicas > 1:
+        per_worker = replicas // workers
+        batch_size = distribute.compute_batch_size(dataset)
+
+        def rebatch():
+            sizes = distribute.batch_sizes_for_worker(
+                batch_size, workers, per_worker, index
+            )
+            return dataset.rebatch(sizes).prefetch(per_worker)
+
+        def legacy_rebatch():
+            return distribute._LegacyRebatchDataset(dataset, replicas).prefetch(
+                per_worker
+            )
+
+        dataset = tf.cond(tf.not_equal(batch_size, -1), rebatch, legacy_rebatch)
+    return input_ops.auto_shard_dataset(dataset, workers, index, replicas)
 
 
 def backing_variable(variable):

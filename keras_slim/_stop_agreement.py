@@ -7,7 +7,10 @@ function, whether any worker was signalled; every worker gets the same
 answer at the same call, from one all-reduce of a small vector, made at
 every call while timing the first ones, then about every `interval_secs`
 (an all-reduce costs a share of a small model's step:
-docs/benchmarks.md, "Resume and reliability").
+docs/benchmarks.md, "Resume and reliability"). The same all-reduce
+carries the chief's wish to save on time (`decide`), so that every worker
+saves at the same step, its input position included
+(`keras_slim/callbacks/_worker_positions.py`).
 """
 
 import math
@@ -70,8 +73,9 @@ class StopAgreement:
     def __call__(self, flag):
         """Returns whether any worker's `flag` is set.
 
-        Every worker must call this at the end of each call of the train
-        function; between agreements, the answer is `False` on all.
+        Every worker must call this (or `decide`) at the end of each call
+        of the train function; between agreements, the answer is `False`
+        on all.
 
         Args:
             flag: Boolean: this worker was signalled.
@@ -79,8 +83,24 @@ class StopAgreement:
         Returns:
             Boolean, the same on every worker.
         """
+        return self.decide(flag)[0]
+
+    def decide(self, flag, save=False):
+        """Returns whether any worker's `flag` is set, and whether any
+        worker's `save` is (the chief's time to save).
+
+        As `__call__`: between agreements, both answers are `False`.
+
+        Args:
+            flag: Boolean: this worker was signalled.
+            save: Boolean: this worker asks every worker to save now.
+                Defaults to `False`.
+
+        Returns:
+            `(stop, save)`, booleans, the same on every worker.
+        """
         if not self._several:
-            return bool(flag)
+            return bool(flag), bool(save)
         now = self._clock()
         if self._since is None:
             # Calls are timed from the end of the first one.
@@ -89,10 +109,12 @@ class StopAgreement:
             self._timed += 1
         self._calls += 1
         if self._calls % self.every:
-            return False
+            return False, False
         calibrating = self.every == 1 and self._calls >= self._calibration_calls
         elapsed = (now - self._since) / self._timed if self._timed else 0.0
-        sums, replicas = self._total([1.0 if flag else 0.0, elapsed])
+        sums, replicas = self._total(
+            [1.0 if flag else 0.0, elapsed, 1.0 if save else 0.0]
+        )
         if calibrating:
             mean_call_secs = sums[1] / replicas
             self.every = max(
@@ -100,7 +122,7 @@ class StopAgreement:
             )
             # Slow calls (every call agrees) calibrate again, from now.
             self._calls, self._since, self._timed = 0, now, 0
-        return bool(sums[0] > 0.0)
+        return bool(sums[0] > 0.0), bool(sums[2] > 0.0)
 
 
 def _all_reduce(strategy):

@@ -198,6 +198,39 @@ def test_internals_used_under_multi_worker_mirrored_strategy():
     assert isinstance(mean.total._value, tf.Variable)
 
 
+def test_a_workers_share_is_what_distribute_dataset_feeds_it():
+    """`_keras.worker_share` follows TensorFlow's `DistributedDataset` with
+    an input context (what MWMS's `experimental_distribute_dataset` makes
+    on each worker): a rebatch into one batch per replica of the cluster,
+    then the auto-shard; two workers' shares of a dataset sharded by data
+    are their parts of each global batch (of 7: 4 and 3)."""
+    from tensorflow.python.distribute import collective_all_reduce_strategy
+    from tensorflow.python.distribute import input_lib
+
+    distributed = input_lib.DistributedDataset
+    source = inspect.getsource(distributed._create_cloned_datasets_from_dataset)
+    assert "rebatch_fn(dataset, input_context.input_pipeline_id)" in source
+    assert "input_ops.auto_shard_dataset(dataset," in source
+    source = inspect.getsource(distributed._make_rebatch_fn)
+    assert "distribute.batch_sizes_for_worker(" in source
+    assert "dataset.rebatch(batch_sizes).prefetch(" in source
+    extended = collective_all_reduce_strategy.CollectiveAllReduceExtended
+    assert "input_pipeline_id=self._id_in_cluster" in inspect.getsource(
+        extended._make_input_context
+    )
+    data = tf.data.Dataset.range(14).batch(7)
+    shares = [
+        [
+            batch.numpy().tolist()
+            for batch in _keras.worker_share(
+                data, tf.distribute.InputContext(2, index, 2)
+            )
+        ]
+        for index in range(2)
+    ]
+    assert shares == [[[0, 1, 2, 3], [7, 8, 9, 10]], [[4, 5, 6], [11, 12, 13]]]
+
+
 def test_epoch_loop_details_the_blocks_rely_on(mirrored):
     """keras_slim/_fit/feed.py: `Trainer._distribute_strategy` is None for a
     model made outside any strategy; Keras's TF epoch iterator hands the

@@ -51,7 +51,12 @@ def fitted(tmp_path_factory):
     return once_per_session(
         tmp_path_factory,
         "parameter_server_fit",
-        lambda: run(tmp_path_factory.mktemp("ps"), "fit", "--auto-fit"),
+        lambda: run(
+            tmp_path_factory.mktemp("ps"),
+            "fit",
+            "--auto-fit",
+            *["--then-train", "100"],
+        ),
     )
 
 
@@ -186,11 +191,12 @@ def test_a_lost_ps_is_an_error_and_a_rerun_resumes(tmp_path):
     assert second["iterations"] == saved + 320
 
 
-def test_keras_slim_train(tmp_path):
-    result, logdir = run(tmp_path, "train", "--train", "--steps", "100")
-    assert result["iterations"] == 100
-    assert 0 < result["loss"] < 1.1
-    assert tf.train.latest_checkpoint(str(logdir)).endswith("model.ckpt-100")
+def test_keras_slim_train(fitted):
+    """On the fixture's cluster, a new model (one cluster start less)."""
+    result, _ = fitted
+    assert result["train_iterations"] == 100
+    assert 0 < result["train_loss"] < 1.1
+    assert result["train_latest"].endswith("model.ckpt-100")
 
 
 def test_atomic_updates_trace_single_ops():

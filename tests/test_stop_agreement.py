@@ -16,8 +16,9 @@ class TwoWorkers:
 
     def __call__(self, values):
         self.reduces += 1
-        other = np.array([self.other_flag, self.other_secs])
-        return np.array(values) + other, 2
+        other = [self.other_flag, self.other_secs]
+        other += [0.0] * (len(values) - len(other))
+        return np.array(values) + np.array(other), 2
 
 
 class Clock:
@@ -67,3 +68,23 @@ def test_slow_calls_agree_at_every_call():
     assert agree.every == 1
     fake.other_flag = 1.0
     assert agree(False) is True
+
+
+def test_the_chiefs_wish_to_save_reaches_every_worker_at_an_agreement():
+    """A time-based save under several workers: every worker saves at the
+    agreement after the chief asked (here this worker asks)."""
+    fake, clock = TwoWorkers(), Clock(0.01)
+    agree = StopAgreement(
+        None, interval_secs=1.0, calibration_calls=10, total=fake, clock=clock
+    )
+    for _ in range(10):
+        assert agree.decide(False) == (False, False)
+    assert agree.every == 50
+    answers = [agree.decide(False, save=True) for _ in range(50)]
+    assert answers == [(False, False)] * 49 + [(False, True)]
+
+
+def test_one_worker_decides_alone():
+    agree = StopAgreement(tf.distribute.get_strategy())
+    assert agree.decide(False, save=True) == (False, True)
+    assert agree.decide(True) == (True, False)

@@ -2,9 +2,10 @@
 
 `make` picks the feed of a `SlimModel.fit`, which its run holds
 (`Run.feed`): a `HostFeed`, whose host iterator the run owns (datasets
-and arrays under the default and mirrored strategies: the input position
-is then part of every checkpoint, and Keras iterates a stand-in of the
-data's length), or a `Feed`, where Keras iterates the data as given (a
+and arrays under the default and mirrored strategies, a worker's share of
+a dataset under the multi-worker one, `worker_input.py`: the input
+position is then part of every checkpoint, and Keras iterates a stand-in
+of the data's length), or a `Feed`, where Keras iterates the data as given (a
 resumed run skips what the interrupted epoch consumed). docs/design.md
 ("Training services") says which inputs get which, and why.
 """
@@ -19,6 +20,7 @@ from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import input_options
+from keras_slim._fit import worker_input
 from keras_slim._fit.position import InputPosition
 
 
@@ -93,6 +95,9 @@ class HostFeed(Feed):
         given: The `tf.data.Dataset` given to `fit`, whose preparation
             `cache` keeps, or `None` (arrays: a new pipeline each fit).
         cache: The model's `InputCache`, or `None`.
+        share: A function of the prepared dataset returning the part this
+            worker reads (`worker_input.share`, under
+            `MultiWorkerMirroredStrategy`), or `None` to read it all.
     """
 
     reads_host = True
@@ -109,6 +114,7 @@ class HostFeed(Feed):
         stateless=False,
         given=None,
         cache=None,
+        share=None,
     ):
         # The host pipeline shuffles; Keras's stand-in is never read.
         super().__init__(
@@ -123,6 +129,7 @@ class HostFeed(Feed):
         self._options = None
         self._given = given
         self._cache = cache
+        self._share = share
         position.reads_host(self._new_iterator, per_read=blocks or 1)
 
     def _prepared(self, key, make):
@@ -167,6 +174,8 @@ class HostFeed(Feed):
         if self._options is not None:
             dataset = dataset.with_options(self._options)
         dataset = input_options.for_fit(dataset)
+        if self._share is not None:
+            dataset = self._share(dataset)
         if self.blocks is None:
             return dataset
         return blocks_lib.of(dataset, self.blocks)
@@ -326,9 +335,6 @@ def _why_not_host(model, kwargs):
     """Why `fit` cannot read a host feed whatever the input, or `None`."""
     if model.run_eagerly:
         return "the model runs eagerly"
-    kind = _strategy.kind(model.distribute_strategy)
-    if kind == _strategy.MULTI_WORKER:
-        return f"the {kind.replace('_', ' ')} strategy reads its own input"
     if kwargs.get("class_weight"):
         return "`class_weight` is applied by Keras's own input pipeline"
     if kwargs.get("validation_split"):
@@ -360,6 +366,15 @@ def make(model, x, y, kwargs, steps, cache=None):
     why = _why_not_host(model, kwargs)
     if why is None and arrays is None and not isinstance(x, tf.data.Dataset):
         why = f"the input is a {type(x).__name__}, not a tf.data.Dataset"
+    strategy = model.distribute_strategy
+    several = _strategy.is_multi_worker(strategy)
+    if why is None and several:
+        why = (
+            worker_input.why_not(x, strategy)
+            if arrays is None
+            else "under the multi worker strategy each worker shuffles "
+            "its own copy of arrays; pass a tf.data.Dataset"
+        )
     if why is not None:
         return Feed(x, y, kwargs, why=why, position=InputPosition())
     kwargs = dict(kwargs)
@@ -405,4 +420,5 @@ def make(model, x, y, kwargs, steps, cache=None):
         stateless=arrays is not None,
         given=x if arrays is None else None,
         cache=cache,
+        share=worker_input.share(strategy) if several else None,
     )

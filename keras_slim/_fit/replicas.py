@@ -2,10 +2,14 @@
 
 When the run reads the data itself (a host feed, `keras_slim/_fit/
 feed.py`), it gets global batches; under `MirroredStrategy` the loop
-splits each across the replicas as `tf.distribute` would have.
+splits each across the replicas as `tf.distribute` would have. Under
+`MultiWorkerMirroredStrategy` each worker reads its own share, one batch
+per step for its one replica (`keras_slim/_fit/worker_input.py`).
 """
 
 import tensorflow as tf
+
+from keras_slim import _strategy
 
 
 def split(batch, strategy):
@@ -13,7 +17,9 @@ def split(batch, strategy):
 
     Each replica gets `ceil(b / n)` consecutive examples of a batch of `b`
     (the last ones fewer, or none), as `experimental_distribute_dataset`
-    rebatches. Outside a strategy with several replicas, `batch` itself.
+    rebatches. Outside a strategy with several replicas, and under
+    `MultiWorkerMirroredStrategy` (a worker's batch is its replica's),
+    `batch` itself.
 
     Args:
         batch: A structure of tensors with the batch dimension first.
@@ -23,7 +29,7 @@ def split(batch, strategy):
         Per-replica values, or `batch`.
     """
     count = strategy.num_replicas_in_sync
-    if count == 1:
+    if count == 1 or _strategy.is_multi_worker(strategy):
         return batch
     first = tf.nest.flatten(batch)[0]
     size = tf.shape(first, out_type=tf.int64)[0]

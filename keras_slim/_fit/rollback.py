@@ -20,7 +20,6 @@ without a rollback.
 
 import logging
 
-from keras_slim import training_state
 from keras_slim._fit import position as position_lib
 
 logger = logging.getLogger("keras_slim")
@@ -94,7 +93,7 @@ class Rollback:
             len(self.done),
             self.budget,
         )
-        training_state.restore_training_state(model, path, data=position.state)
+        run.checkpoints.restore_with_position(path)
         while int(model.optimizer.iterations.numpy()) < failed - 1:
             call(iterator)
         position.drop_batch()

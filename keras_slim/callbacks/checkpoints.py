@@ -10,8 +10,11 @@ import tensorflow as tf
 from keras_slim import _checkpoint_dir
 from keras_slim import _keras
 from keras_slim import _stop_agreement
+from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim import training_state
+from keras_slim.callbacks import _resume
+from keras_slim.callbacks import _worker_positions
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks.step_callback import StepCallback
@@ -46,10 +49,16 @@ class Checkpoints(StepCallback):
       step with a non-finite loss was applied (a model without
       keras_slim's gate: no save while Keras's loss of the epoch is not
       finite), whatever the order of the callbacks;
-    - only the chief writes. Other workers of a `MultiWorkerMirroredStrategy`
-      save into a sibling temporary directory (`<directory>_workertemp_<task
-      id>`) that is deleted at once, the pattern of TensorFlow's
-      multi-worker tutorial for savers that every worker must run;
+    - only the chief writes the weights. Other workers of a
+      `MultiWorkerMirroredStrategy` save them into a sibling temporary
+      directory (`<directory>_workertemp_<task id>`) that is deleted at
+      once, the pattern of TensorFlow's multi-worker tutorial for savers
+      that every worker must run; each saves its own input position (the
+      share of the data it reads) at the same step in
+      `<directory>/input_worker_<task id>/`, and a rerun of all workers
+      restores the newest step every worker saved. Every worker saves at
+      the same steps: a save on time is the chief's clock, shared at the
+      workers' next agreement (about once a second);
     - for a `SlimModel`, a checkpoint also holds the input position
       (Keras's epoch, the step in it, the data iterator): a rerun of a
       `fit` that did not finish goes on where it stopped, and ends with
@@ -144,6 +153,8 @@ class Checkpoints(StepCallback):
         self._loss_finite = True
         self._training_weights = None
         self._forget = None
+        self._positions = None
+        self._due, self._clock = self._trigger, None
 
     def step_multiples(self, model):
         # The step of the checkpoint a restore will start from, too, so
@@ -187,8 +198,9 @@ class Checkpoints(StepCallback):
                 training_state.CHECKPOINT_NAME,
                 keep_hours=self.keep_checkpoint_every_n_hours is not None,
             )
+        self._positions = self._worker_positions(strategy, data)
         if self.restore:
-            self.restored_path = self._restore(position)
+            self.restored_path = self._resume().newest()
             if self.restored_path:
                 logger.info(
                     "Resumed from %s (global step %d).",
@@ -196,7 +208,9 @@ class Checkpoints(StepCallback):
                     self.counter.sync(),
                 )
         self._checkpoint = training_state.training_checkpoint(
-            self.model, data=data
+            # A worker's own position is saved apart.
+            self.model,
+            data=data if self._positions is None or self._chief else None,
         )
         self._manager = self._make_manager(self.directory)
         self._write_manager = (
@@ -205,74 +219,42 @@ class Checkpoints(StepCallback):
         self._run.resumed(self.restored_path)
         self._run.checkpoints = self
         self._keep_training_weights()
-        # Under several workers, they all stop at the same call.
+        # Under several workers, they all stop at the same call, and save
+        # at the same steps: on time, when the chief says so.
         self._agree = _stop_agreement.StopAgreement(strategy)
+        self._due, self._clock = self._trigger, None
+        if _strategy.is_multi_worker(strategy) and self._trigger.every_n_secs:
+            self._due = IntervalTrigger(
+                every_n_steps=self._trigger.every_n_steps
+            )
+            self._clock = IntervalTrigger(
+                every_n_secs=self._trigger.every_n_secs
+            )
         self._run.signals.catch()
         step = self.counter.sync()
-        self._trigger.reset(step)
+        for trigger in (self._due, self._clock or self._due):
+            trigger.reset(step)
         self._start_step = step
         self._saved_step = step if self.restored_path else None
 
-    def _restore(self, position):
-        """Restores the newest readable checkpoint found by its files, with
-        its input position where the run's `position` says it applies (a
-        run that did not finish, or one this `fit` continues).
-
-        The chief moves the files of newer checkpoints that cannot be read
-        aside (never deletes them) and lists the rest in the state file.
-
-        Returns:
-            The path restored, or `None` when there is none.
-
-        Raises:
-            RuntimeError: if checkpoints exist and none can be read.
-            ValueError: if the newest readable one is of another model.
-        """
-        name = training_state.CHECKPOINT_NAME
-        found = _checkpoint_dir.checkpoint_files(self.directory, name)
-        failures = []
-        for index in range(len(found) - 1, -1, -1):
-            prefix = found[index][1]
-            try:
-                # Reading the file may fail too: inside the try.
-                applies = position is not None and position.applies(
-                    prefix, self.params.get("epochs")
-                )
-                data = position.state if applies is True else None
-                training_state.restore_training_state(
-                    self.model, prefix, data=data
-                )
-            except ValueError:
-                raise
-            # A damaged file fails in many ways (OpError, IndexError, ...).
-            except Exception as error:
-                failures.append(f"{prefix}: {type(error).__name__}: {error}")
-                moved = _checkpoint_dir.set_aside(prefix) if self._chief else []
-                logger.warning(
-                    "Checkpoint %s cannot be restored (%s); trying an older "
-                    "one.%s",
-                    prefix,
-                    type(error).__name__,
-                    f" Its files were moved to {moved}." if moved else "",
-                )
-                continue
-            if self._chief and failures:
-                _checkpoint_dir.write_state(
-                    self.directory,
-                    [p for _, p in found[: index + 1]],
-                    preserve=self.keep_checkpoint_every_n_hours is not None,
-                )
-            if applies is True:
-                position.resume(self.model)
-            elif applies:
-                position.resume_without_iterators(prefix, self.model)
-            return prefix
-        if failures:
-            raise RuntimeError(
-                f"No checkpoint in {self.directory!r} can be restored:\n"
-                + "\n".join(failures)
-            )
-        return None
+    def _worker_positions(self, strategy, data):
+        """Each worker's own input position, under several workers that
+        read their own shares on the host; else `None`."""
+        feed = self._run.feed
+        if not _strategy.is_multi_worker(strategy) or not (
+            feed is not None and feed.reads_host
+        ):
+            return None
+        positions = _worker_positions.WorkerPositions(
+            self.directory,
+            strategy,
+            chief=self._chief,
+            data=data,
+            max_to_keep=self.max_to_keep,
+            keep_checkpoint_every_n_hours=self.keep_checkpoint_every_n_hours,
+        )
+        positions.open()
+        return positions
 
     def _keep_training_weights(self):
         """With an optimizer's moving averages (`use_ema`), Keras's `fit`
@@ -357,9 +339,17 @@ class Checkpoints(StepCallback):
         # gate); the gate's skipped steps do not count in it.
         loss = (logs or {}).get("loss")
         self._loss_finite = loss is None or math.isfinite(float(loss))
-        if self._trigger.enabled and self._trigger(self.counter.step):
+        step = self.counter.step
+        due = self._due.enabled and self._due(step)
+        stop, asked = self._agree.decide(
+            self._run.signals.received is not None,
+            save=self._clock is not None
+            and self._chief
+            and self._clock.would_fire(step),
+        )
+        if due or asked:
             self.save()
-        if self._agree(self._run.signals.received is not None):
+        if stop:
             self._stop_on_signal()
 
     def _stop_on_signal(self):
@@ -406,6 +396,26 @@ class Checkpoints(StepCallback):
                 variable.assign(value)
             self._forget_training_weights()
             self._unlock()
+
+    def restore_with_position(self, path):
+        """Restores checkpoint `path` with this worker's input position of
+        its step (a rollback: `keras_slim/_fit/rollback.py`).
+
+        Args:
+            path: A checkpoint this run wrote or restored.
+        """
+        self._resume().with_position(path)
+
+    def _resume(self):
+        return _resume.Resume(
+            self.model,
+            self.directory,
+            chief=self._chief,
+            position=self._run.position,
+            positions=self._positions,
+            epochs=self.params.get("epochs"),
+            keep_hours=self.keep_checkpoint_every_n_hours is not None,
+        )
 
     @property
     def latest_checkpoint(self):
@@ -456,7 +466,11 @@ class Checkpoints(StepCallback):
                 name=training_state.CHECKPOINT_NAME,
                 preserve=self.keep_checkpoint_every_n_hours is not None,
             )
+            if self._positions is not None:
+                self._positions.save(step)
         self._saved_step = step
+        if self._clock is not None:
+            self._clock.reset(step)
         if not self._chief:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
             return None

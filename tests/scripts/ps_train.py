@@ -2,7 +2,7 @@
 
 Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
        [--kill-worker-at N] [--kill-ps-at N] [--then-kill-all-workers-at N]
-       [--steps-per-execution N]
+       [--steps-per-execution N] [--auto-fit] [--then-train N]
 
 Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
 in their own processes), trains a SlimModel with a gradient policy, and
@@ -40,9 +40,14 @@ parser.add_argument("--kill-ps-at", type=int)
 parser.add_argument("--then-kill-all-workers-at", type=int)
 # Left to the model ("auto") unless given.
 parser.add_argument("--steps-per-execution", type=int)
-parser.add_argument("--train", action="store_true", help="keras_slim.train")
 parser.add_argument(
     "--auto-fit", action="store_true", help="then a fit with auto steps"
+)
+parser.add_argument(
+    "--then-train",
+    type=int,
+    help="then keras_slim.train of a new model on the same cluster, to "
+    "this many steps, in <logdir>_train",
 )
 args = parser.parse_args()
 
@@ -129,42 +134,28 @@ with LocalCluster(workers=2, ps=2) as cluster:
         except ValueError as error:
             result[f"error_{name}"] = str(error)
     result["iterations_after_errors"] = int(model.optimizer.iterations.numpy())
-    if args.train:
-        result["loss"] = keras_slim.train(
-            model,
+    saver = callbacks.Checkpoints(args.logdir, every_n_steps=50)
+    try:
+        history = model.fit(
             dataset_fn,
-            logdir=args.logdir,
-            number_of_steps=args.steps,
-            save_interval_steps=50,
-            log_every_n_steps=25,
-            # Worker 1 starts at global step 10 (TF-Slim's meaning).
-            startup_delay_steps=10,
+            epochs=args.epochs,
+            steps_per_epoch=args.steps,
+            verbose=0,
+            # Left at Keras's defaults: accepted under parameter servers.
+            validation_freq=1,
+            shuffle=True,
+            callbacks=[
+                saver,
+                callbacks.LogEveryNSteps(50),
+                callbacks.Summaries(args.logdir, every_n_steps=50),
+                keras.callbacks.CSVLogger(os.path.join(args.logdir, "log.csv")),
+                Kill(cluster),
+            ],
         )
-    else:
-        saver = callbacks.Checkpoints(args.logdir, every_n_steps=50)
-        try:
-            history = model.fit(
-                dataset_fn,
-                epochs=args.epochs,
-                steps_per_epoch=args.steps,
-                verbose=0,
-                # Left at Keras's defaults: accepted under parameter servers.
-                validation_freq=1,
-                shuffle=True,
-                callbacks=[
-                    saver,
-                    callbacks.LogEveryNSteps(50),
-                    callbacks.Summaries(args.logdir, every_n_steps=50),
-                    keras.callbacks.CSVLogger(
-                        os.path.join(args.logdir, "log.csv")
-                    ),
-                    Kill(cluster),
-                ],
-            )
-            result["history"] = history.history
-            result["restored"] = saver.restored_path
-        except RuntimeError as error:
-            result["error"] = str(error)
+        result["history"] = history.history
+        result["restored"] = saver.restored_path
+    except RuntimeError as error:
+        result["error"] = str(error)
     if "error" not in result:
         result["iterations"] = int(model.optimizer.iterations.numpy())
         result["loss_count"] = float(model._loss_tracker.count.numpy())
@@ -189,6 +180,25 @@ with LocalCluster(workers=2, ps=2) as cluster:
         result["auto_ends"] = ends.ends
         result["auto_steps"] = int(model.optimizer.iterations.numpy()) - before
         result["auto_after"] = model.steps_per_execution
+    if args.then_train:
+        with config.strategy().scope():
+            fresh = compile_model(
+                mlp(keras_slim.GradientPolicy(clip_norm=1.0)),
+                keras_slim.optimizers.Adam(0.01),
+            )
+        train_dir = args.logdir.rstrip("/") + "_train"
+        result["train_loss"] = keras_slim.train(
+            fresh,
+            dataset_fn,
+            logdir=train_dir,
+            number_of_steps=args.then_train,
+            save_interval_steps=50,
+            log_every_n_steps=25,
+            # Worker 1 starts at global step 10 (TF-Slim's meaning).
+            startup_delay_steps=10,
+        )
+        result["train_iterations"] = int(fresh.optimizer.iterations.numpy())
+        result["train_latest"] = tf.train.latest_checkpoint(train_dir)
     if args.then_kill_all_workers_at:
         # A second fit loses every worker: an error within the bound.
         try:
