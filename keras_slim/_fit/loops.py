@@ -372,7 +372,7 @@ def scheduled_steps_function(model):
 
 def fed_steps_function(model):
     """The function a parameter-server worker runs on batches the
-    coordinator read and sent (`keras_slim/_fit/coordinator_feed.py`).
+    coordinator read and sent (`keras_slim/_fit/scheduled_input.py`).
 
     Args:
         model: The `SlimModel`, under `ParameterServerStrategy`.
