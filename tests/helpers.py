@@ -8,6 +8,7 @@ import sys
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 import keras_slim
 
@@ -17,6 +18,19 @@ def classification_data(n=256, features=8, classes=3, seed=0):
     x = rng.normal(size=(n, features)).astype("float32")
     y = rng.integers(0, classes, size=n).astype("int32")
     return x, y
+
+
+def augmented(batches):
+    """`batches` of `(x, y)` with noise drawn by stateless ops, seeded per
+    batch by `tf.data.Dataset.random` (what an exact resume can restore)."""
+    seeds = tf.data.Dataset.random(seed=5).batch(2)
+
+    def augment(batch, seed):
+        images, labels = batch
+        noise = tf.random.stateless_normal(tf.shape(images), seed=seed)
+        return images + 0.1 * noise, labels
+
+    return tf.data.Dataset.zip((batches, seeds)).map(augment)
 
 
 def mlp(

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
+from tests.helpers import augmented
 from tests.helpers import compile_model
 from tests.helpers import mlp
 
@@ -31,14 +32,7 @@ def dataset(repeat=False):
     data = data.shuffle(60, seed=3, reshuffle_each_iteration=True).batch(10)
     if repeat:
         data = data.repeat()
-    seeds = tf.data.Dataset.random(seed=5).batch(2)
-
-    def augment(batch, seed):
-        images, labels = batch
-        noise = tf.random.stateless_normal(tf.shape(images), seed=seed)
-        return images + 0.1 * noise, labels
-
-    return tf.data.Dataset.zip((data, seeds)).map(augment)
+    return augmented(data)
 
 
 def build(steps_per_execution=1):
@@ -66,7 +60,9 @@ def saved_values(directory):
     }
 
 
-def assert_same_checkpoints(a, b):
+def assert_same_checkpoints(a, b, *, rtol=1e-6, atol=1e-7):
+    """The newest checkpoints of directories `a` and `b` hold the same
+    values (floats within `rtol`, `atol`), moving averages included."""
     first, second = saved_values(a), saved_values(b)
     assert sorted(first) == sorted(second)
     assert any(name.startswith("averages/") for name in first)
@@ -75,7 +71,7 @@ def assert_same_checkpoints(a, b):
             np.testing.assert_array_equal(second[name], value, err_msg=name)
             continue
         np.testing.assert_allclose(
-            second[name], value, rtol=1e-6, atol=1e-7, err_msg=name
+            second[name], value, rtol=rtol, atol=atol, err_msg=name
         )
 
 

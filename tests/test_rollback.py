@@ -16,6 +16,7 @@ import tensorflow as tf
 import keras_slim
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import NanLossGuard
+from tests.helpers import augmented
 from tests.helpers import compile_model
 from tests.helpers import mlp
 from tests.test_position import X
@@ -29,14 +30,7 @@ def stream(bad=(), drop=False):
     stream is in `bad` hold a NaN (or, with `drop`, are left out)."""
     data = tf.data.Dataset.from_tensor_slices((X, Y))
     data = data.shuffle(60, seed=3, reshuffle_each_iteration=True).batch(10)
-    seeds = tf.data.Dataset.random(seed=5).batch(2)
-
-    def augment(batch, seed):
-        images, labels = batch
-        noise = tf.random.stateless_normal(tf.shape(images), seed=seed)
-        return images + 0.1 * noise, labels
-
-    data = tf.data.Dataset.zip((data.repeat(), seeds)).map(augment)
+    data = augmented(data.repeat())
     bad = tf.constant(list(bad) or [-1], tf.int64)
     data = data.enumerate()
     if drop:

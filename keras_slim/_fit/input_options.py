@@ -56,6 +56,37 @@ _WORK = (
 _FUNCTIONS = ("_map_func", "_predicate")
 
 
+def walk(dataset):
+    """Every dataset of `dataset`'s pipeline, once, with the functions it
+    runs, walked through its Python objects (tf.data's `_inputs()`).
+
+    Args:
+        dataset: A `tf.data.Dataset`.
+
+    Returns:
+        A list of `(dataset, functions)` (`functions`: the concrete
+        functions of its map or filter), or `None` when a dataset's inputs
+        cannot be listed.
+    """
+    found, stack, seen = [], [dataset], set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        functions = [
+            getattr(current, name).function
+            for name in _FUNCTIONS
+            if getattr(current, name, None) is not None
+        ]
+        found.append((current, functions))
+        try:
+            stack.extend(current._inputs())
+        except (AttributeError, NotImplementedError):
+            return None
+    return found
+
+
 def is_cheap(dataset):
     """Whether `dataset` only moves tensors already in memory.
 
@@ -73,21 +104,13 @@ def is_cheap(dataset):
         otherwise (a parallel map, files, a generator, a function that
         calls another, a pipeline whose inputs cannot be listed).
     """
-    stack, seen = [dataset], set()
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    pipeline = walk(dataset)
+    if pipeline is None:
+        return False
+    for current, functions in pipeline:
         if type(current).__name__.lstrip("_") not in CHEAP_DATASETS:
             return False
-        for name in _FUNCTIONS:
-            wrapper = getattr(current, name, None)
-            if wrapper is not None and _works(wrapper.function):
-                return False
-        try:
-            stack.extend(current._inputs())
-        except (AttributeError, NotImplementedError):
+        if any(_works(function) for function in functions):
             return False
     return True
 

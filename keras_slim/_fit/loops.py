@@ -356,18 +356,7 @@ def scheduled_steps_function(model):
         trace per value (`steps_per_execution` and a shorter last batch),
         and no loop for one step.
     """
-    strategy = model.distribute_strategy
-
-    def one_step(data):
-        return strategy.run(model.train_step, args=(data,))
-
-    def train_steps(iterator, steps):
-        outputs, _ = run_steps(
-            one_step, ScheduledSource(iterator), steps, Records(model, False)
-        )
-        return outputs
-
-    return tf.function(train_steps)
+    return _worker_steps_function(model, ScheduledSource)
 
 
 def fed_steps_function(model):
@@ -383,14 +372,20 @@ def fed_steps_function(model):
         (one trace per value, no loop for one step), running one train
         step per batch.
     """
+    return _worker_steps_function(model, BlockSource)
+
+
+def _worker_steps_function(model, source):
+    """A `tf.function` of `(data, steps)` running `steps` train steps on a
+    parameter-server worker, on the batches `source(data)` gives."""
     strategy = model.distribute_strategy
 
     def one_step(data):
         return strategy.run(model.train_step, args=(data,))
 
-    def train_steps(block, steps):
+    def train_steps(data, steps):
         outputs, _ = run_steps(
-            one_step, BlockSource(block), steps, Records(model, False)
+            one_step, source(data), steps, Records(model, False)
         )
         return outputs
 

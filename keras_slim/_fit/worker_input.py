@@ -20,6 +20,7 @@ shared out, so that input is read by Keras as before (`why_not`).
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim._fit import input_options
 
 _POLICY = tf.data.experimental.AutoShardPolicy
 # Dataset kinds and ops that read files (what AutoShardPolicy.AUTO shards
@@ -89,23 +90,14 @@ def reads_files(dataset):
         `True` when a dataset or a function in the pipeline reads or
         lists files, or when the pipeline cannot be walked; else `False`.
     """
-    stack, seen = [dataset], set()
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if any(word in type(current).__name__ for word in _FILE_READERS):
-            return True
-        for name in ("_map_func", "_predicate"):
-            wrapper = getattr(current, name, None)
-            if wrapper is not None and _function_reads(wrapper.function):
-                return True
-        try:
-            stack.extend(current._inputs())
-        except (AttributeError, NotImplementedError):
-            return True
-    return False
+    pipeline = input_options.walk(dataset)
+    if pipeline is None:
+        return True
+    return any(
+        any(word in type(current).__name__ for word in _FILE_READERS)
+        or any(_function_reads(function) for function in functions)
+        for current, functions in pipeline
+    )
 
 
 def _function_reads(function):

@@ -32,6 +32,7 @@ from keras_slim import callbacks
 
 # The repository's root, for the model the tests share (tests/helpers.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tests.helpers import augmented  # noqa: E402
 from tests.helpers import compile_model  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
@@ -49,14 +50,7 @@ y = rng.integers(0, 3, size=96).astype("int32")
 def dataset():
     data = tf.data.Dataset.from_tensor_slices((x, y))
     data = data.shuffle(96, seed=3, reshuffle_each_iteration=True).batch(16)
-    seeds = tf.data.Dataset.random(seed=5).batch(2)
-
-    def augment(batch, seed):
-        images, labels = batch
-        noise = tf.random.stateless_normal(tf.shape(images), seed=seed)
-        return images + 0.1 * noise, labels
-
-    return tf.data.Dataset.zip((data, seeds)).map(augment)
+    return augmented(data)
 
 
 class KillAt(callbacks.StepCallback):

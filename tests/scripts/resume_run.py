@@ -41,6 +41,7 @@ import keras_slim  # noqa: E402
 
 # The repository's root, for the model the tests share (tests/helpers.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+from tests.helpers import augmented  # noqa: E402
 from tests.helpers import compile_model  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
@@ -56,14 +57,7 @@ def dataset():
     data = data.batch(10)
     if MODE == "train":
         data = data.repeat()
-    seeds = tf.data.Dataset.random(seed=5).batch(2)
-
-    def augment(batch, seed):
-        images, labels = batch
-        noise = tf.random.stateless_normal(tf.shape(images), seed=seed)
-        return images + 0.1 * noise, labels
-
-    return tf.data.Dataset.zip((data, seeds)).map(augment)
+    return augmented(data)
 
 
 def build():
