@@ -12,6 +12,7 @@ override, which must live on the class: `SlimModel._maybe_symbolic_build`
 
 import tensorflow as tf
 from keras.src.backend.common.stateless_scope import in_stateless_scope
+from keras.src.backend.tensorflow.optimizer import TFOptimizer
 from keras.src.backend.tensorflow.trainer import reduce_per_replica
 from keras.src.losses.loss import unscale_loss_for_distribution
 from keras.src.models.functional import Functional
@@ -33,6 +34,7 @@ __all__ = [
     "dataset_external_state",
     "distribute_strategy_if_set",
     "flatten_layers",
+    "has_keras_weight_decay",
     "in_multi_worker_mode",
     "init_functional",
     "is_functional_call",
@@ -42,6 +44,8 @@ __all__ = [
     "optimizer_variable_index",
     "reduce_step_outputs_auto",
     "replace_all_reduce_sum",
+    "replace_update_step",
+    "replace_weight_decay",
     "run_no_step_in_next_call",
     "set_initial_epoch",
     "initial_epoch",
@@ -345,13 +349,67 @@ def replace_all_reduce_sum(optimizer, make_replacement):
     Returns:
         The replacement, or the one already installed.
     """
-    installed = vars(optimizer).get("_all_reduce_sum_gradients")
+    return _replace_method(
+        optimizer, "_all_reduce_sum_gradients", make_replacement
+    )
+
+
+def replace_update_step(optimizer, make_replacement):
+    """Replaces, on this optimizer instance only, the per-variable step
+    of its `apply`: `update_step(gradient, variable, learning_rate)`,
+    which `TFOptimizer._distributed_tf_update_step` calls with the step's
+    learning rate (evaluated once per `apply`, a schedule at `iterations`)
+    and, under a strategy, one device's component of `variable`.
+
+    Args:
+        optimizer: A Keras 3 optimizer (TensorFlow backend), not a
+            `LossScaleOptimizer` (pass its `inner_optimizer`).
+        make_replacement: A function of the optimizer's own bound
+            `update_step` returning the replacement, of the same arguments.
+
+    Returns:
+        The replacement, or the one already installed.
+    """
+    return _replace_method(optimizer, "update_step", make_replacement)
+
+
+def replace_weight_decay(optimizer, make_replacement):
+    """Replaces, on this optimizer instance only, the decoupled weight
+    decay its `apply` makes before the update step
+    (`TFOptimizer._apply_weight_decay(variables)`, which reads the
+    optimizer's `weight_decay` and `learning_rate` inside the strategy's
+    update, so in the merge call's thread).
+
+    Args:
+        optimizer: A Keras 3 optimizer (TensorFlow backend), not a
+            `LossScaleOptimizer`.
+        make_replacement: A function of the optimizer's own bound
+            `_apply_weight_decay` returning the replacement, a function of
+            `variables`.
+
+    Returns:
+        The replacement, or the one already installed.
+    """
+    return _replace_method(optimizer, "_apply_weight_decay", make_replacement)
+
+
+def has_keras_weight_decay(optimizer):
+    """Whether `optimizer`'s decoupled weight decay is Keras's own
+    (`TFOptimizer._apply_weight_decay`: `var -= var * weight_decay *
+    learning_rate`), not an override (Muon's reads other attributes)."""
+    return type(optimizer)._apply_weight_decay is (
+        TFOptimizer._apply_weight_decay
+    )
+
+
+def _replace_method(optimizer, name, make_replacement):
+    installed = vars(optimizer).get(name)
     if installed is not None:
         return installed
-    original = type(optimizer)._all_reduce_sum_gradients.__get__(optimizer)
+    original = getattr(type(optimizer), name).__get__(optimizer)
     replacement = make_replacement(original)
     # Bypass trackable __setattr__: this is no state to checkpoint.
-    vars(optimizer)["_all_reduce_sum_gradients"] = replacement
+    vars(optimizer)[name] = replacement
     return replacement
 
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from keras_slim import _fit
 from keras_slim import _keras
+from keras_slim import _lr_multipliers
 from keras_slim import _optimizer
 from keras_slim import _strategy
 from keras_slim import gradients as gradients_lib
@@ -421,15 +422,18 @@ class SlimModel(keras.Model):
         )
         if options.step_summaries is not None:
             options.step_summaries(self, x, grads, plan.variables, activations)
-        _optimizer.apply_gradients(
-            self.optimizer,
-            grads,
-            plan.variables,
-            gate.finite,
-            gate.error,
-            options.skipped_steps,
-            deferred=gate.verdict is not None,
-        )
+        with _lr_multipliers.scaled(
+            self.optimizer, plan.variables, plan.lr_multipliers
+        ):
+            _optimizer.apply_gradients(
+                self.optimizer,
+                grads,
+                plan.variables,
+                gate.finite,
+                gate.error,
+                options.skipped_steps,
+                deferred=gate.verdict is not None,
+            )
 
     def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):
         """Reports the step's loss as the built-in train step does.
@@ -451,6 +455,8 @@ class SlimModel(keras.Model):
             # Built on every trainable variable, so a later policy may
             # train what this one freezes, and outside the NaN `cond`.
             self.optimizer.build(self.trainable_variables)
+        if self._policy_plan.lr_multipliers is not None:
+            _lr_multipliers.check(self.optimizer)
         return self._policy_plan
 
     def get_config(self):

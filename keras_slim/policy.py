@@ -12,6 +12,12 @@ the order TF-Slim used, after the gradients were summed across replicas:
    multiply);
 3. `clip`: `clip_norm` per tensor, or `clip_global_norm` over all of them.
 
+Then the optimizer applies them, at a learning rate scaled per variable by
+`lr_multipliers` and `layer_decay` (`keras_slim/_lr_multipliers.py`): the
+update of a variable with learning-rate multiplier `m` is the optimizer's
+own at `learning_rate * m`, which a gradient multiplier is not under Adam
+or RMSProp.
+
 Patterns are Python regular expressions matched with `re.match` against a
 variable's path (`"fc1/kernel"`). They are resolved once per model into a
 `PolicyPlan`, which the train step applies. An empty pattern `""` is
@@ -74,27 +80,46 @@ def _is_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _check_multipliers(value):
+def _check_multipliers(value, name="multipliers", positive=False):
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise invalid(
-            "multipliers", value, "a dict mapping patterns to numbers"
-        )
+        raise invalid(name, value, "a dict mapping patterns to numbers")
+    kind = "positive" if positive else "finite"
     checked = {}
     for pattern, multiplier in value.items():
-        _check_pattern("multipliers", pattern)
-        if not _is_number(multiplier) or not math.isfinite(multiplier):
+        _check_pattern(name, pattern)
+        if (
+            not _is_number(multiplier)
+            or not math.isfinite(multiplier)
+            or (positive and multiplier <= 0)
+        ):
             raise ValueError(
-                "Invalid value for argument `multipliers`: the multiplier "
-                f"for {pattern!r} must be a finite number. Received: "
+                f"Invalid value for argument `{name}`: the multiplier "
+                f"for {pattern!r} must be a {kind} number. Received: "
                 f"{multiplier!r}."
             )
         if pattern == "":
-            _ignore_empty("multipliers")
+            _ignore_empty(name)
             continue
         checked[pattern] = float(multiplier)
     return checked
+
+
+def _check_layer_decay(value, layer_groups):
+    if value is None:
+        if layer_groups is not None:
+            raise ValueError(
+                "`layer_groups` orders the layers for `layer_decay`, which "
+                f"is not set. Received: layer_groups={layer_groups!r}, "
+                "layer_decay=None."
+            )
+        return None
+    if not _is_number(value) or not math.isfinite(value):
+        raise invalid("layer_decay", value, "a number in (0, 1] or None")
+    if not 0 < value <= 1:
+        raise invalid("layer_decay", value, "a number in (0, 1] or None")
+    return float(value)
 
 
 def _check_clip(name, value):
@@ -103,6 +128,11 @@ def _check_clip(name, value):
     if not _is_number(value) or not math.isfinite(value) or value <= 0:
         raise invalid(name, value, "a positive number or None")
     return float(value)
+
+
+def _or_none(multipliers):
+    """`None` for a tuple of nothing but `None`s."""
+    return multipliers if any(m is not None for m in multipliers) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +150,9 @@ class PolicyPlan:
         clip_global_norm: Global-norm clip threshold, or `None`.
         check_numerics: Whether a non-finite loss or gradient skips the
             step.
+        lr_multipliers: One float or `None` (the optimizer's learning
+            rate) per variable, or `None` when no variable has one: the
+            optimizer then runs untouched.
     """
 
     variables: tuple
@@ -127,6 +160,7 @@ class PolicyPlan:
     clip_norm: float = None
     clip_global_norm: float = None
     check_numerics: bool = True
+    lr_multipliers: tuple = None
 
     def apply(self, grads, scale=None, squares=None):
         """Runs the `multiply` and `clip` stages on summed gradients.
@@ -194,12 +228,39 @@ class GradientPolicy:
             `NanLossGuard(fail=False)`, the step is skipped and training
             goes on).
             Defaults to `True`.
+        lr_multipliers: Dict mapping a pattern to a positive number. Each
+            matching variable is updated as the optimizer would update it
+            at its learning rate (a schedule's value at this step) times
+            the multiplier: momentum, Adam's and RMSProp's running
+            averages and AdamW's decoupled weight decay included, which a
+            gradient multiplier is not under an adaptive optimizer
+            (Adam divides it out). Several matching patterns multiply.
+            Defaults to `None`.
+        layer_decay: Number in (0, 1]: layer-wise learning-rate decay, as
+            timm's `param_groups_layer_decay`. The variables at depth `d`
+            get a learning-rate multiplier `layer_decay ** (d_max - d)`:
+            the deepest (the head) trains at the full rate, each layer
+            below it `layer_decay` times slower. Depth is the position,
+            from the input, of the variable's layer among the model's
+            top-level layers that have trainable variables (`model.layers`
+            order), or, with `layer_groups`, of the first pattern that
+            matches it. `d_max` is the largest depth of a trainable
+            variable. It multiplies with `lr_multipliers`.
+            Defaults to `None`.
+        layer_groups: List of patterns in depth order, input first, for
+            `layer_decay` (for a nested backbone, say): a variable's depth
+            is the index of the first pattern that matches its path; a
+            variable no pattern matches is at the top (depth
+            `len(layer_groups)`, as timm puts the head). Defaults to
+            `None` (one depth per top-level layer).
 
     Raises:
         ValueError: if `multipliers` is not a dict of patterns to finite
+            numbers, `lr_multipliers` not a dict of patterns to positive
             numbers, a pattern is not a valid regular expression, a clip
             threshold is not a positive number, both clip thresholds are
-            set, or `check_numerics` is not a boolean.
+            set, `check_numerics` is not a boolean, `layer_decay` is not
+            in (0, 1], or `layer_groups` is set without `layer_decay`.
 
     Example:
     ```python
@@ -207,6 +268,7 @@ class GradientPolicy:
         multipliers={r".*/bias": 2.0, "logits/.*": 10.0},
         freeze=["conv1/.*"],
         clip_norm=1.0,
+        lr_multipliers={"conv2/.*": 0.1},
     )
     model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
     print(policy.describe(model))
@@ -222,8 +284,16 @@ class GradientPolicy:
         clip_norm=None,
         clip_global_norm=None,
         check_numerics=True,
+        lr_multipliers=None,
+        layer_decay=None,
+        layer_groups=None,
     ):
         self.multipliers = _check_multipliers(multipliers)
+        self.lr_multipliers = _check_multipliers(
+            lr_multipliers, "lr_multipliers", positive=True
+        )
+        self.layer_decay = _check_layer_decay(layer_decay, layer_groups)
+        self.layer_groups = _check_patterns("layer_groups", layer_groups)
         self.freeze = _check_patterns("freeze", freeze) or ()
         self.trainable = _check_patterns("trainable", trainable)
         self.clip_norm = _check_clip("clip_norm", clip_norm)
@@ -251,6 +321,11 @@ class GradientPolicy:
             "clip_norm": self.clip_norm,
             "clip_global_norm": self.clip_global_norm,
             "check_numerics": self.check_numerics,
+            "lr_multipliers": dict(self.lr_multipliers),
+            "layer_decay": self.layer_decay,
+            "layer_groups": (
+                None if self.layer_groups is None else list(self.layer_groups)
+            ),
         }
 
     @classmethod
@@ -285,7 +360,8 @@ class GradientPolicy:
         variables = list(model.trainable_variables)
         paths = [gradients_lib.variable_path(v) for v in variables]
         self._check_all_match(paths, model)
-        rows = [self._row(path) for path in paths]
+        scales = self._layer_scales(model, variables, paths)
+        rows = [self._row(path, scale) for path, scale in zip(paths, scales)]
         kept = [i for i, row in enumerate(rows) if row["update"] == "train"]
         if not kept:
             raise ValueError(
@@ -302,12 +378,20 @@ class GradientPolicy:
             clip_norm=self.clip_norm,
             clip_global_norm=self.clip_global_norm,
             check_numerics=self.check_numerics,
+            lr_multipliers=_or_none(
+                tuple(
+                    None if rows[i]["lr"] == 1.0 else rows[i]["lr"]
+                    for i in kept
+                )
+            ),
         )
 
     def _check_all_match(self, paths, model):
         named = [("multipliers", p) for p in self.multipliers]
         named += [("freeze", p) for p in self.freeze]
         named += [("trainable", p) for p in self.trainable or ()]
+        named += [("lr_multipliers", p) for p in self.lr_multipliers]
+        named += [("layer_groups", p) for p in self.layer_groups or ()]
         for argument, pattern in named:
             if not any(re.match(pattern, path) for path in paths):
                 raise ValueError(
@@ -318,7 +402,41 @@ class GradientPolicy:
                     f"{paths}."
                 )
 
-    def _row(self, path):
+    def _depths(self, model, variables, paths):
+        """The depth of each variable for `layer_decay` (see Args)."""
+        if self.layer_groups is not None:
+            top = len(self.layer_groups)
+            return [
+                next(
+                    (
+                        depth
+                        for depth, pattern in enumerate(self.layer_groups)
+                        if re.match(pattern, path)
+                    ),
+                    top,
+                )
+                for path in paths
+            ]
+        owners = [
+            layer
+            for layer in getattr(model, "layers", ())
+            if layer.trainable_variables
+        ]
+        by_id = {}
+        for depth, layer in enumerate(owners):
+            for variable in layer.trainable_variables:
+                by_id.setdefault(id(variable), depth)
+        return [by_id.get(id(v), len(owners)) for v in variables]
+
+    def _layer_scales(self, model, variables, paths):
+        """`layer_decay ** (d_max - d)` per variable, or ones."""
+        if self.layer_decay is None or not variables:
+            return [1.0] * len(variables)
+        depths = self._depths(model, variables, paths)
+        top = max(depths)
+        return [self.layer_decay ** (top - depth) for depth in depths]
+
+    def _row(self, path, layer_scale=1.0):
         """Returns what each stage does to the variable at `path`."""
         freezers = [p for p in self.freeze if re.match(p, path)]
         if freezers:
@@ -333,7 +451,11 @@ class GradientPolicy:
         for pattern, value in self.multipliers.items():
             if re.match(pattern, path):
                 multiplier *= value
-        return {"update": update, "multiplier": multiplier}
+        lr = layer_scale
+        for pattern, value in self.lr_multipliers.items():
+            if re.match(pattern, path):
+                lr *= value
+        return {"update": update, "multiplier": multiplier, "lr": lr}
 
     def _clip_text(self):
         if self.clip_norm is not None:
@@ -347,8 +469,9 @@ class GradientPolicy:
 
         One row per variable of the model, with its shape and what each
         stage does: `select` (train, frozen, not in `trainable`, or not
-        trainable in Keras), `multiply` (the effective multiplier) and
-        `clip`.
+        trainable in Keras), `multiply` (the effective gradient
+        multiplier), `lr` (the effective learning-rate multiplier, from
+        `lr_multipliers` and `layer_decay`) and `clip`.
 
         Args:
             model: A built `keras.Model`.
@@ -363,9 +486,9 @@ class GradientPolicy:
         Example:
         ```python
         print(policy.describe(model))
-        # variable     shape    select               multiply  clip
-        # fc1/kernel   (4, 8)   frozen by 'fc1/.*'   -         -
-        # fc2/kernel   (8, 1)   train                2         norm <= 1
+        # variable     shape    select               multiply  lr   clip
+        # fc1/kernel   (4, 8)   frozen by 'fc1/.*'   -         -    -
+        # fc2/kernel   (8, 1)   train                2         0.1  norm <= 1
         ```
         """
         if not getattr(model, "built", True) or not model.variables:
@@ -373,20 +496,20 @@ class GradientPolicy:
                 f"Model '{model.name}' has no variables yet. Build it first "
                 "(call it on data, or create it with a `keras.Input`)."
             )
-        trainable = {
-            gradients_lib.variable_path(v) for v in model.trainable_variables
-        }
-        self._check_all_match(sorted(trainable), model)
-        table = [("variable", "shape", "select", "multiply", "clip")]
+        variables = list(model.trainable_variables)
+        paths = [gradients_lib.variable_path(v) for v in variables]
+        self._check_all_match(sorted(paths), model)
+        scales = dict(zip(paths, self._layer_scales(model, variables, paths)))
+        table = [("variable", "shape", "select", "multiply", "lr", "clip")]
         for variable in model.variables:
             path = gradients_lib.variable_path(variable)
             shape = str(tuple(variable.shape))
-            if path not in trainable:
-                table.append((path, shape, "not trainable", "-", "-"))
+            if path not in scales:
+                table.append((path, shape, "not trainable", "-", "-", "-"))
                 continue
-            row = self._row(path)
+            row = self._row(path, scales[path])
             if row["update"] != "train":
-                table.append((path, shape, row["update"], "-", "-"))
+                table.append((path, shape, row["update"], "-", "-", "-"))
                 continue
             table.append(
                 (
@@ -394,10 +517,11 @@ class GradientPolicy:
                     shape,
                     "train",
                     f"{row['multiplier']:g}",
+                    f"{row['lr']:g}",
                     self._clip_text(),
                 )
             )
-        widths = [max(len(r[i]) for r in table) for i in range(5)]
+        widths = [max(len(r[i]) for r in table) for i in range(6)]
         lines = [
             "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
             for r in table

@@ -403,3 +403,35 @@ def test_optimizer_variable_index_of_one_devices_component(mirrored):
     # Keras's own optimizers look their slots up the same way.
     source = inspect.getsource(keras.optimizers.SGD.update_step)
     assert "self._get_variable_index(variable)" in source
+
+
+def test_the_step_and_decay_lr_multipliers_replace():
+    """`replace_update_step` and `replace_weight_decay`: Keras's `apply`
+    passes the step's rate to `update_step` and its decoupled decay reads
+    `weight_decay` and `learning_rate` (what `_lr_multipliers` scales);
+    both replacements are per instance and idempotent."""
+    source = inspect.getsource(TFOptimizer._distributed_tf_update_step)
+    assert "self.update_step(grad, var, learning_rate)" in source
+    decay = inspect.getsource(TFOptimizer._apply_weight_decay)
+    assert "self.weight_decay" in decay and "self.learning_rate" in decay
+    base = inspect.getsource(
+        keras.optimizers.Optimizer._backend_apply_gradients
+    )
+    assert "self._apply_weight_decay(trainable_variables)" in base
+    assert _keras.has_keras_weight_decay(keras.optimizers.AdamW())
+    assert not _keras.has_keras_weight_decay(keras.optimizers.Muon())
+    one, other = keras.optimizers.AdamW(), keras.optimizers.AdamW()
+    for replace, name in (
+        (_keras.replace_update_step, "update_step"),
+        (_keras.replace_weight_decay, "_apply_weight_decay"),
+    ):
+        seen = []
+
+        def make(original, seen=seen):
+            seen.append(original)
+            return lambda *args: original(*args)
+
+        first = replace(one, make)
+        assert replace(one, make) is first
+        assert len(seen) == 1 and seen[0].__self__ is one
+        assert name not in vars(other)

@@ -59,7 +59,7 @@ def test_config_round_trip():
         check_numerics=False,
     )
     config = policy.get_config()
-    assert config == {
+    before_lr_multipliers = {
         "multipliers": {"a": 2.0, ".*/bias": 0.5},
         "freeze": ["b"],
         "trainable": ["a"],
@@ -67,7 +67,16 @@ def test_config_round_trip():
         "clip_global_norm": 3.0,
         "check_numerics": False,
     }
+    assert config == {
+        **before_lr_multipliers,
+        "lr_multipliers": {},
+        "layer_decay": None,
+        "layer_groups": None,
+    }
     assert keras_slim.GradientPolicy.from_config(config) == policy
+    # A config saved before learning-rate multipliers existed still loads.
+    old = keras_slim.GradientPolicy.from_config(before_lr_multipliers)
+    assert old == policy
     serialized = keras.saving.serialize_keras_object(policy)
     assert serialized["registered_name"] == "keras_slim>GradientPolicy"
     assert keras.saving.deserialize_keras_object(serialized) == policy
@@ -131,15 +140,17 @@ def test_describe_table():
     )
     # logits/bias: 2.0 (logits/.*) times 0.5 (.*/bias).
     assert policy.describe(model).splitlines() == [
-        "variable            shape   select              multiply  clip",
-        "fc1/kernel          (4, 8)  frozen by 'fc1/.*'  -         -",
-        "fc1/bias            (8,)    frozen by 'fc1/.*'  -         -",
-        "bn/gamma            (8,)    not in `trainable`  -         -",
-        "bn/beta             (8,)    not in `trainable`  -         -",
-        "bn/moving_mean      (8,)    not trainable       -         -",
-        "bn/moving_variance  (8,)    not trainable       -         -",
-        "logits/kernel       (8, 1)  train               2         norm <= 1",
-        "logits/bias         (1,)    train               1         norm <= 1",
+        "variable            shape   select              multiply  lr  clip",
+        "fc1/kernel          (4, 8)  frozen by 'fc1/.*'  -         -   -",
+        "fc1/bias            (8,)    frozen by 'fc1/.*'  -         -   -",
+        "bn/gamma            (8,)    not in `trainable`  -         -   -",
+        "bn/beta             (8,)    not in `trainable`  -         -   -",
+        "bn/moving_mean      (8,)    not trainable       -         -   -",
+        "bn/moving_variance  (8,)    not trainable       -         -   -",
+        "logits/kernel       (8, 1)  train               2         1   "
+        "norm <= 1",
+        "logits/bias         (1,)    train               1         1   "
+        "norm <= 1",
     ]
 
 

@@ -1,0 +1,177 @@
+"""Learning-rate multipliers: one optimizer at a per-variable learning rate.
+
+`GradientPolicy(lr_multipliers=...)` asks that a variable with multiplier
+`m` move as the optimizer would move it at its learning rate times `m`.
+Keras's `apply` evaluates the learning rate once (a schedule at
+`iterations`) and passes it to `update_step(gradient, variable,
+learning_rate)` for each variable; its decoupled weight decay
+(`_apply_weight_decay`, AdamW's) reads `weight_decay` and `learning_rate`
+itself. Inside `scaled()`, on one optimizer instance, `update_step` takes
+`learning_rate * m` and the decay uses `weight_decay * m` (the same
+product) for each variable with a multiplier. `iterations` advances once,
+each slot is updated once, and every variable sees the schedule at the
+same step: the update is the optimizer's own at `learning_rate * m`, for
+any optimizer whose `update_step` uses the rate it is given (all of
+Keras's and `keras_slim.optimizers`). Outside the context the optimizer
+behaves as before; a policy without lr multipliers enters no context and
+installs nothing. docs/design.md ("Learning-rate multipliers") compares
+this with scaling each update afterwards.
+"""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+
+from keras_slim import _keras
+
+_LOCK = threading.Lock()
+
+
+class _Scaling:
+    """One optimizer's multipliers while `scaled()` is active.
+
+    Shared by the replica threads of a `MirroredStrategy` step, which enter
+    the context with the same table; a counter, as `_optimizer.presummed`.
+    """
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.depth = 0
+        self.table = {}
+        self.base_decay = None
+
+    def multiplier(self, variable):
+        """The multiplier of `variable` (or one device's component of it),
+        `None` outside the context or without one."""
+        if not self.depth or not self.table:
+            return None
+        index = _keras.optimizer_variable_index(self.optimizer, variable)
+        return self.table.get(index)
+
+
+def _inner(optimizer):
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def check(optimizer):
+    """Raises if lr multipliers cannot be exact with `optimizer`.
+
+    Args:
+        optimizer: The model's Keras optimizer.
+
+    Raises:
+        ValueError: if the optimizer has a weight decay of its own kind
+            (not Keras's decoupled `var -= var * weight_decay * lr`), such
+            as Muon's, which the multipliers would not scale.
+    """
+    inner = _inner(optimizer)
+    if inner.weight_decay is not None and not _keras.has_keras_weight_decay(
+        inner
+    ):
+        raise ValueError(
+            "GradientPolicy's `lr_multipliers` and `layer_decay` scale "
+            "Keras's decoupled weight decay, but optimizer "
+            f"{type(inner).__name__} (weight_decay={inner.weight_decay}) "
+            "applies a weight decay of its own. Use it without "
+            "`weight_decay`, or an optimizer such as keras.optimizers.AdamW."
+        )
+
+
+def _update_step(state):
+    def make(original):
+        def update_step(gradient, variable, learning_rate):
+            multiplier = state.multiplier(variable)
+            if multiplier is not None:
+                learning_rate = tf.convert_to_tensor(learning_rate) * (
+                    multiplier
+                )
+            return original(gradient, variable, learning_rate)
+
+        return update_step
+
+    return make
+
+
+def _weight_decay(state):
+    def make(original):
+        def apply_weight_decay(variables):
+            if not state.depth or not state.table:
+                return original(variables)
+            if state.base_decay is None:
+                return original(variables)
+            groups = {}
+            for variable in variables:
+                multiplier = state.multiplier(variable) or 1.0
+                groups.setdefault(multiplier, []).append(variable)
+            # Every replica thread writes the same value before the
+            # group's merge call, whose function reads it.
+            for multiplier, group in groups.items():
+                state.optimizer.weight_decay = state.base_decay * multiplier
+                original(group)
+            state.optimizer.weight_decay = state.base_decay
+
+        return apply_weight_decay
+
+    return make
+
+
+def install(optimizer):
+    """Lets `scaled()` scale `optimizer`'s learning rate per variable.
+
+    Idempotent; outside `scaled()` the optimizer runs as before.
+
+    Args:
+        optimizer: A Keras 3 optimizer, possibly a `LossScaleOptimizer`.
+
+    Returns:
+        The optimizer's `_Scaling` state.
+    """
+    inner = _inner(optimizer)
+    state = vars(inner).get("_keras_slim_lr_scaling")
+    if state is None:
+        state = _Scaling(inner)
+        _keras.replace_update_step(inner, _update_step(state))
+        _keras.replace_weight_decay(inner, _weight_decay(state))
+        # Bypass trackable __setattr__: this is no state to checkpoint.
+        vars(inner)["_keras_slim_lr_scaling"] = state
+    return state
+
+
+@contextlib.contextmanager
+def scaled(optimizer, variables, multipliers):
+    """Context in which `optimizer.apply` scales the learning rate per
+    variable.
+
+    Args:
+        optimizer: The model's Keras optimizer, built on `variables`.
+        variables: The variables the step applies.
+        multipliers: One float or `None` (no scaling) per variable, or
+            `None` for none at all: the context then does nothing.
+
+    Yields:
+        Nothing.
+    """
+    if multipliers is None:
+        yield
+        return
+    state = install(optimizer)
+    inner = state.optimizer
+    table = {
+        _keras.optimizer_variable_index(inner, v): m
+        for v, m in zip(variables, multipliers)
+        if m is not None
+    }
+    with _LOCK:
+        if state.depth == 0:
+            state.table = table
+            state.base_decay = inner.weight_decay
+        state.depth += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            state.depth -= 1
+            if state.depth == 0:
+                inner.weight_decay = state.base_decay
+                state.table = {}
