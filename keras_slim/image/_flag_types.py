@@ -117,6 +117,19 @@ def multipliers(text):
     return result
 
 
+@_syntax("pattern=value,... with positive values")
+def lr_multipliers(text):
+    """`pattern=value,...` -> {pattern: value}, each value positive."""
+    result = multipliers(text)
+    for pattern, value in result.items():
+        if value <= 0:
+            raise ValueError(
+                f"the learning-rate multiplier of {pattern!r} must be a "
+                f"positive number, got {value!r}"
+            )
+    return result
+
+
 @_syntax("digits, such as 0-4 or 5,7")
 def labels(text):
     """`0-4` or `5,6,7` -> a list of digits."""

@@ -16,6 +16,7 @@ from keras_slim.image import preprocessing
 from keras_slim.image._flag_types import finite_float
 from keras_slim.image._flag_types import fraction
 from keras_slim.image._flag_types import labels
+from keras_slim.image._flag_types import lr_multipliers
 from keras_slim.image._flag_types import multipliers
 from keras_slim.image._flag_types import non_negative_float
 from keras_slim.image._flag_types import non_negative_int
@@ -300,7 +301,8 @@ def add_fine_tuning_flags(add):
 
 
 def add_policy_flags(add):
-    """Adds keras_slim's gradient policy flags: multipliers, freezing, clipping.
+    """Adds keras_slim's gradient policy flags: multipliers (of gradients
+    and of the learning rate), freezing, clipping.
 
     Args:
         add: The command's `FlagParser.add`.
@@ -312,6 +314,14 @@ def add_policy_flags(add):
         "whose paths match (object_detection's multiply_gradients_"
         "matching_regex).",
         parse=multipliers,
+    )
+    add(
+        "learning_rate_multipliers",
+        {},
+        "pattern=value,...: train the variables whose paths match at the "
+        "learning rate times the value (with Adam or RMSProp a gradient "
+        "multiplier is nearly divided out; this is not).",
+        parse=lr_multipliers,
     )
     add(
         "freeze",

@@ -1,8 +1,9 @@
 """`keras-slim-train`: TF-Slim's train_image_classifier.py on keras_slim.
 
 The same flags, names and defaults as TF-Slim's script (plus
-`--gradient_multipliers`, `--freeze` and `--clip_gradient_norm` for the
-gradient policy, and `--labels` to train on some digits). The data is
+`--gradient_multipliers`, `--learning_rate_multipliers`, `--freeze` and
+`--clip_gradient_norm` for the gradient policy, and `--labels` to train on
+some digits). The data is
 scikit-learn's 8x8 digits, shipped with the package, or a user's images
 (`--dataset_dir`: a folder of class subfolders, or TF-Slim's TFRecord
 shards; `keras_slim.image.datasets`); the network a small CNN with batch norm
@@ -173,6 +174,7 @@ def _policy(flags):
         freeze=_scopes(flags, flags.freeze),
         multipliers=flags.gradient_multipliers,
         clip_norm=flags.clip_gradient_norm,
+        lr_multipliers=flags.learning_rate_multipliers,
     )
 
 

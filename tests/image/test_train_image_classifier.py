@@ -601,6 +601,42 @@ def test_a_malformed_tf_config_exits_2_naming_it(
     assert not list(tmp_path.glob("model.ckpt*"))
 
 
+def test_learning_rate_multipliers_flag_reaches_the_policy():
+    flags = cli.parser().parse_args(
+        [
+            "--learning_rate_multipliers",
+            "logits/.*=10,conv1/kernel=0.5",
+            "--gradient_multipliers",
+            "conv2/.*=2",
+        ]
+    )
+    assert flags.learning_rate_multipliers == {
+        "logits/.*": 10.0,
+        "conv1/kernel": 0.5,
+    }
+    assert cli._policy(flags) == keras_slim.GradientPolicy(
+        multipliers={"conv2/.*": 2.0},
+        lr_multipliers={"logits/.*": 10.0, "conv1/kernel": 0.5},
+    )
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("logits", "expected pattern=value, got 'logits'"),
+        ("logits/.*=0", "multiplier of 'logits/.*' must be a positive"),
+        ("logits/.*=-2", "multiplier of 'logits/.*' must be a positive"),
+        ("logits/.*=inf", "must be a finite number"),
+        ("=2", "expected pattern=value, got '=2'"),
+    ],
+)
+def test_bad_learning_rate_multipliers_flag(value, message, capsys):
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["--learning_rate_multipliers", value])
+    err = capsys.readouterr().err
+    assert "flag --learning_rate_multipliers" in err and message in err
+
+
 def test_negative_multipliers_are_accepted_as_in_tf_slim():
     flags = cli.parser().parse_args(
         ["--gradient_multipliers", "logits/.*=-0.5,conv1/.*=0"]
