@@ -95,6 +95,17 @@ def test_lr_multiplier_is_the_optimizer_at_the_scaled_rate(name):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
+def test_under_a_loss_scale_optimizer():
+    expected = _reference(OPTIMIZERS["adam"], _fc1)
+    policy = keras_slim.GradientPolicy(lr_multipliers={"fc1/.*": M})
+    model = _policy_run(
+        lambda r: keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(r)),
+        policy,
+    )
+    for a, b in zip(weights(model), expected):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
 def test_gradient_multipliers_beside_lr_multipliers():
     """Variables without an lr multiplier take bitwise the update of the
     policy without lr multipliers; gradient multipliers still scale the
