@@ -10,6 +10,7 @@ override, which must live on the class: `SlimModel._maybe_symbolic_build`
 (pinned there too).
 """
 
+import keras
 import tensorflow as tf
 from keras.src.backend.common.stateless_scope import in_stateless_scope
 from keras.src.backend.tensorflow.optimizer import TFOptimizer
@@ -24,6 +25,7 @@ from tensorflow.python.distribute import input_ops
 
 __all__ = [
     "Functional",
+    "accumulators",
     "allow_run_on_coordinator",
     "TrackableObjectGraph",
     "autoconvert_optionals",
@@ -40,18 +42,22 @@ __all__ = [
     "is_functional_call",
     "loss_tracker",
     "make_assign_add_atomic",
+    "micro_step_counter",
     "moving_averages",
     "optimizer_variable_index",
     "reduce_step_outputs_auto",
     "replace_all_reduce_sum",
     "replace_update_step",
     "replace_weight_decay",
+    "replace_accumulating_apply",
     "run_no_step_in_next_call",
+    "schedule_at_optimizer_steps",
     "set_initial_epoch",
     "initial_epoch",
     "strategy_supports_no_merge_call",
     "symbolic_build",
     "unscale_loss",
+    "update_without_accumulation",
     "worker_input_context",
     "worker_share",
     "xspace_to_chrome_trace",
@@ -411,6 +417,105 @@ def _replace_method(optimizer, name, make_replacement):
     # Bypass trackable __setattr__: this is no state to checkpoint.
     vars(optimizer)[name] = replacement
     return replacement
+
+
+# -- Gradient accumulation ----------------------------------------------
+
+
+def micro_step_counter(optimizer):
+    """The variable counting every `apply` of an optimizer
+    (`BaseOptimizer._iterations`): its public `iterations` is this one
+    divided by `gradient_accumulation_steps` when that is set."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    return inner._iterations
+
+
+def accumulators(optimizer, variables):
+    """The gradient accumulators Keras made for `variables` when it built
+    an optimizer with `gradient_accumulation_steps`
+    (`BaseOptimizer._accumulated_gradients`, aligned with the variables
+    the optimizer was built on: `_get_variable_index`)."""
+    return [
+        optimizer._accumulated_gradients[optimizer._get_variable_index(v)]
+        for v in variables
+    ]
+
+
+def replace_accumulating_apply(optimizer, active):
+    """Makes `optimizer.apply` update at once, without Keras's own
+    accumulation, while `active()` is true.
+
+    Replaces, on this instance only, `BaseOptimizer._backend_apply_
+    gradients`, whose accumulating branch would average again and
+    `cond`s over `merge_call`s a `MirroredStrategy` cannot trace.
+
+    Args:
+        optimizer: A Keras 3 optimizer with `gradient_accumulation_steps`.
+        active: A function of no argument.
+    """
+    if "_backend_apply_gradients" in vars(optimizer):
+        return
+    original = type(optimizer)._backend_apply_gradients.__get__(optimizer)
+
+    def backend_apply_gradients(grads, variables):
+        if not active():
+            return original(grads, variables)
+        return update_without_accumulation(optimizer, grads, variables)
+
+    # Bypass trackable __setattr__: this is no state to checkpoint.
+    vars(optimizer)["_backend_apply_gradients"] = backend_apply_gradients
+
+
+def update_without_accumulation(optimizer, grads, variables):
+    """The update `BaseOptimizer._backend_apply_gradients` makes without
+    `gradient_accumulation_steps`: Keras's clipping, weight decay, the
+    update step, then the moving averages (`use_ema`).
+
+    Args:
+        optimizer: A Keras 3 optimizer (TensorFlow backend).
+        grads: The gradients, one per variable.
+        variables: The variables to update.
+    """
+    grads = optimizer._clip_gradients(grads)
+    optimizer._apply_weight_decay(variables)
+    optimizer._backend_update_step(grads, variables, optimizer.learning_rate)
+    if not optimizer.use_ema:
+        return
+    optimizer._update_model_variables_moving_average(
+        optimizer._trainable_variables
+    )
+    if optimizer.ema_overwrite_frequency:
+        overwrite = (
+            optimizer.iterations + 1
+        ) % optimizer.ema_overwrite_frequency == 0
+        tf.cond(
+            overwrite,
+            lambda: optimizer._overwrite_model_variables_with_average_value(
+                optimizer._trainable_variables
+            ),
+            lambda: None,
+        )
+
+
+def schedule_at_optimizer_steps(optimizer):
+    """Makes a learning-rate schedule read at `iterations` (optimizer
+    steps) rather than at Keras's count of `apply` calls
+    (`BaseOptimizer._get_current_learning_rate` reads `_iterations`,
+    micro-steps under `gradient_accumulation_steps`). On this instance.
+
+    Args:
+        optimizer: A Keras 3 optimizer.
+    """
+    schedule = optimizer._learning_rate
+    if not isinstance(
+        schedule, keras.optimizers.schedules.LearningRateSchedule
+    ):
+        return
+
+    def current_learning_rate():
+        return schedule(optimizer.iterations)
+
+    vars(optimizer)["_get_current_learning_rate"] = current_learning_rate
 
 
 # -- Checkpoints and traces ---------------------------------------------

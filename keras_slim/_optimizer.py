@@ -17,6 +17,7 @@ import threading
 
 import tensorflow as tf
 
+from keras_slim import _accumulation
 from keras_slim import _keras
 
 _LOCK = threading.Lock()
@@ -57,7 +58,10 @@ def install(optimizer):
     Returns:
         The installed switch.
     """
-    return _keras.replace_all_reduce_sum(_inner(optimizer), _switch)
+    switch = _keras.replace_all_reduce_sum(_inner(optimizer), _switch)
+    # An accumulating optimizer updates at once when keras_slim applies.
+    _accumulation.install(_inner(optimizer), lambda: switch.depth > 0)
+    return switch
 
 
 @contextlib.contextmanager
@@ -229,7 +233,9 @@ def apply_gradients(
     def skip():
         if error is not None or deferred:
             return  # the step fails: it is not a step
-        optimizer.iterations.assign_add(1)
+        # The micro-steps' count: `iterations` is its quotient when
+        # Keras's `gradient_accumulation_steps` is set.
+        _keras.micro_step_counter(optimizer).assign_add(1)
         if skipped is not None:
             skipped.record(tf.convert_to_tensor(optimizer.iterations))
 

@@ -14,6 +14,7 @@ call from the next.
 
 import contextlib
 
+from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _signals
 from keras_slim import _strategy
@@ -135,6 +136,15 @@ class Run:
         settled."""
         self.settle()
         return int(self.model.optimizer.iterations.numpy())
+
+    def batch_count(self):
+        """`(batches, k)`: the batches applied so far, and the batches of
+        one global step (`gradient_accumulation_steps`, else 1); read
+        once the steps in flight settled."""
+        self.settle()
+        optimizer = self.model.optimizer
+        k = _accumulation.steps(optimizer) or 1
+        return int(_keras.micro_step_counter(optimizer).numpy()), k
 
     def resumed(self, path):
         """Records that `Checkpoints` restored `path` (or started afresh).

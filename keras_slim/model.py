@@ -19,6 +19,7 @@ import inspect
 import keras
 import tensorflow as tf
 
+from keras_slim import _accumulation
 from keras_slim import _fit
 from keras_slim import _keras
 from keras_slim import _lr_multipliers
@@ -176,6 +177,7 @@ class SlimModel(keras.Model):
         if self.train_function is not None and not force:
             return self.train_function
         _check_jit_compile(self)
+        _accumulation.check(self)
         # A subclassed model may get its variables only when first traced.
         self._policy_plan = (
             self.gradient_policy.resolve(self) if self.variables else None
@@ -290,16 +292,59 @@ class SlimModel(keras.Model):
         grads, total_loss = _optimizer.sum_across_replicas(
             grads, loss if plan.check_numerics else None
         )
-        gate = self._gate(plan, grads, total_loss, options)
-        self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
-        self._apply_summed(
-            grads, plan, options, gate, x=x, activations=activations
-        )
+        if _accumulation.steps(self.optimizer):
+            verdict = self._accumulate(
+                grads, total_loss, plan, options, x=x, activations=activations
+            )
+            finite = None
+            if total_loss is not None:
+                finite = tf.math.is_finite(total_loss)
+            raises = options.raise_on_nonfinite
+            self._track_loss(loss, _batch_size(x), finite, raises)
+        else:
+            gate = self._gate(plan, grads, total_loss, options)
+            self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
+            self._apply_summed(
+                grads, plan, options, gate, x=x, activations=activations
+            )
+            verdict = gate.verdict
         logs = self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-        if gate.verdict is None:
+        if verdict is None:
             return logs
         # Under XLA: the loop around the compiled step fails on it.
-        return {**logs, _optimizer.VERDICT: gate.verdict}
+        return {**logs, _optimizer.VERDICT: verdict}
+
+    def _accumulate(self, grads, total_loss, plan, options, *, x, activations):
+        """One micro-batch of an accumulating optimizer
+        (`keras_slim/_accumulation.py`): its summed gradients are added;
+        every `gradient_accumulation_steps`-th, their mean is gated, goes
+        through the policy and is applied, as one step's sum is.
+
+        Returns:
+            The deferred numeric verdict under XLA (a finite one on the
+            micro-steps that apply nothing), else `None`.
+        """
+
+        def update(means):
+            gate = self._gate(plan, means, total_loss, options)
+            self._apply_summed(
+                means, plan, options, gate, x=x, activations=activations
+            )
+            return gate.verdict
+
+        idle = None
+        if options.defer_check and options.raise_on_nonfinite:
+            if plan.check_numerics:
+                # `verdict`'s [finite, loss, squared norm] of a good step.
+                idle = functools.partial(tf.constant, [1.0, 0.0, 0.0])
+        return _accumulation.micro_step(
+            self.optimizer,
+            grads,
+            plan.variables,
+            loss=total_loss,
+            update=update,
+            idle=idle,
+        )
 
     def gradient_step(self, data):
         """The first half of a train step: forward, loss, summed gradients.

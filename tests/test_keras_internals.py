@@ -435,3 +435,44 @@ def test_the_step_and_decay_lr_multipliers_replace():
         assert replace(one, make) is first
         assert len(seen) == 1 and seen[0].__self__ is one
         assert name not in vars(other)
+
+
+def test_gradient_accumulation_internals():
+    """`micro_step_counter`, `accumulators`, `replace_accumulating_apply`
+    (`update_without_accumulation`) and `schedule_at_optimizer_steps`; run
+    end to end by tests/test_gradient_accumulation.py."""
+    from keras.src.optimizers import base_optimizer
+
+    base = base_optimizer.BaseOptimizer
+    branch = inspect.getsource(base._backend_apply_gradients)
+    # The non-accumulating branch `update_without_accumulation` copies.
+    for call in (
+        "grads = self._clip_gradients(grads)",
+        "self._apply_weight_decay(trainable_variables)",
+        "self._update_model_variables_moving_average(",
+    ):
+        assert call in branch, call
+    assert "self._learning_rate(self._iterations)" in inspect.getsource(
+        base._get_current_learning_rate
+    )
+    model = mlp()
+    schedule = keras.optimizers.schedules.ExponentialDecay(1.0, 1, 0.5)
+    optimizer = keras.optimizers.SGD(schedule, gradient_accumulation_steps=3)
+    optimizer.build(model.trainable_variables)
+    sums = _keras.accumulators(optimizer, model.trainable_variables)
+    assert [s.shape for s in sums] == [
+        v.shape for v in model.trainable_variables
+    ]
+    counter = _keras.micro_step_counter(optimizer)
+    counter.assign(7)
+    assert int(optimizer.iterations.numpy()) == 2
+    _keras.schedule_at_optimizer_steps(optimizer)
+    assert float(optimizer.learning_rate.numpy()) == 0.25
+    _keras.replace_accumulating_apply(optimizer, lambda: True)
+    grads = [tf.ones_like(v) for v in model.trainable_variables]
+    before = [v.numpy() for v in model.trainable_variables]
+    optimizer.apply(grads, model.trainable_variables)
+    after = [v.numpy() for v in model.trainable_variables]
+    # Applied at once at the rate of step 2, not accumulated.
+    np.testing.assert_allclose(after[0], before[0] - 0.25, rtol=1e-6)
+    assert int(counter.numpy()) == 8

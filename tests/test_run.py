@@ -222,6 +222,7 @@ def test_the_package_has_no_import_circle():
 
 def test_the_run_imports_nothing_above_it():
     assert _module_graph()["keras_slim._run"] == {
+        "keras_slim._accumulation",
         "keras_slim._keras",
         "keras_slim._signals",
         "keras_slim._strategy",

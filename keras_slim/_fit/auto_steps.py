@@ -14,6 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _strategy
 
@@ -122,7 +123,13 @@ def _callback_steps(model, kwargs):
     # A model trained before starts at its step: calls must end on the
     # global steps the callbacks ask for, as if it had started at 0.
     optimizer = getattr(model, "optimizer", None)
-    start = int(optimizer.iterations.numpy()) if optimizer is not None else 0
+    if optimizer is None:
+        return constraints
+    # Calls run batches: under gradient accumulation, global step g ends
+    # at batch g * k (`keras_slim/_accumulation.py`).
+    k = _accumulation.steps(optimizer) or 1
+    constraints = [k * int(c) for c in constraints]
+    start = int(_keras.micro_step_counter(optimizer).numpy())
     return [start, *constraints] if start > 0 else constraints
 
 

@@ -62,3 +62,13 @@ class RunView:
             An int.
         """
         return self._run.global_step()
+
+    def batch_count(self):
+        """`(batches, k)`: the batches applied so far and the batches of
+        one global step (Keras's `gradient_accumulation_steps`, else 1),
+        read now.
+
+        Returns:
+            A pair of ints.
+        """
+        return self._run.batch_count()

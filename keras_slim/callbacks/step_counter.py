@@ -32,10 +32,15 @@ class StepCounter:
     def __init__(self, run):
         self._run = run
         self.step = None
+        self._batches = None
+        self._k = 1
 
     def sync(self):
         """Reads the global step; returns it."""
         self.step = self._run.global_step()
+        # Calls run batches: k of them make a global step under Keras's
+        # `gradient_accumulation_steps`.
+        self._batches, self._k = self._run.batch_count()
         return self.step
 
     def next_step(self, steps_per_execution):
@@ -47,7 +52,7 @@ class StepCounter:
         Returns:
             An int.
         """
-        return self.step + steps_per_execution
+        return (self._batches + steps_per_execution) // self._k
 
     def advance(self, begin, end):
         """Counts the steps of a finished call; returns the new step.
@@ -59,5 +64,6 @@ class StepCounter:
         Returns:
             An int.
         """
-        self.step += steps_in_batch(begin, end)
+        self._batches += steps_in_batch(begin, end)
+        self.step = self._batches // self._k
         return self.step

@@ -191,6 +191,7 @@ _OPTIMIZER_FLAG_TYPES = {
     "ftrl_initial_accumulator_value": non_negative_float,
     "ftrl_l1": non_negative_float,
     "ftrl_l2": non_negative_float,
+    "gradient_accumulation_steps": positive_int,
 }
 
 

@@ -90,6 +90,12 @@ OPTIMIZER_FLAGS = {
     ),
     "rmsprop_momentum": (0.9, "Momentum."),
     "rmsprop_decay": (0.9, "Decay term for RMSProp."),
+    # Not TF-Slim's: Keras's optimizer argument, run by SlimModel.
+    "gradient_accumulation_steps": (
+        1,
+        "The batches whose mean gradient makes one optimizer step (and "
+        "one global step); 1 steps on every batch.",
+    ),
 }
 
 #: TF-Slim's flags `_configure_learning_rate` reads, with their defaults.
@@ -170,6 +176,13 @@ def configure_optimizer(learning_rate, **flags):
     ema = {}
     if f["moving_average_decay"] is not None:
         ema = {"use_ema": True, "ema_momentum": f["moving_average_decay"]}
+    k = f["gradient_accumulation_steps"]
+    if not _validation.is_int(k) or k < 1:
+        raise _validation.invalid(
+            "gradient_accumulation_steps", k, "a positive integer"
+        )
+    if k > 1:
+        ema["gradient_accumulation_steps"] = int(k)
     return build(learning_rate, f, ema)
 
 

@@ -425,3 +425,12 @@ def test_the_commands_flags_default_to_these():
     # The command's default is --worker_replicas' (1 here).
     defaults.pop("replicas_to_aggregate")
     assert {k: getattr(flags, k) for k in defaults} == defaults
+
+
+def test_gradient_accumulation_steps_is_checked():
+    with pytest.raises(ValueError, match="gradient_accumulation_steps=0"):
+        optimization.configure_optimizer(0.1, gradient_accumulation_steps=0)
+    optimizer = optimization.configure_optimizer(
+        0.1, optimizer="sgd", gradient_accumulation_steps=2
+    )
+    assert optimizer.gradient_accumulation_steps == 2

@@ -896,3 +896,19 @@ def test_a_checkpoint_path_that_is_not_a_checkpoint_is_refused(
     assert said["train"] in err
     assert "Traceback" not in err
     assert not list(train_dir.glob("model.ckpt*"))
+
+
+def test_gradient_accumulation_steps_reach_the_optimizer(monkeypatch, tmp_path):
+    optimizer = _built_optimizer(
+        monkeypatch, tmp_path, "--gradient_accumulation_steps=4"
+    )
+    assert optimizer.gradient_accumulation_steps == 4
+    default = _built_optimizer(monkeypatch, tmp_path)
+    assert default.gradient_accumulation_steps is None
+
+
+def test_gradient_accumulation_steps_must_be_positive(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.parser().parse_args(["--gradient_accumulation_steps=0"])
+    assert exit_.value.code == 2
+    assert "gradient_accumulation_steps" in capsys.readouterr().err

@@ -1,0 +1,178 @@
+"""Gradient accumulation in a `SlimModel` step: the policy once per update.
+
+Keras's optimizer argument `gradient_accumulation_steps=k` asks for one
+update every `k` batches, with the mean of their gradients. Keras
+accumulates inside `apply`, after keras_slim's policy, which would then
+clip each micro-batch; so a `SlimModel` accumulates itself, in Keras's own
+accumulators (optimizer variables: checkpoints hold them), and applies
+with Keras's accumulation switched off:
+
+- every micro-batch: gradients summed across replicas, added to the
+  accumulators; Keras's micro-step count (`_iterations`) advances;
+- the `k`-th: the mean of the `k` sums goes through the numeric check, the
+  policy and one update, and the accumulators restart at zero.
+
+`optimizer.iterations` (micro-steps over `k`) counts updates: the global
+step. docs/design.md ("Gradient accumulation") says why.
+"""
+
+import functools
+
+import tensorflow as tf
+
+from keras_slim import _keras
+from keras_slim import _strategy
+
+__all__ = ["check", "install", "micro_step", "steps"]
+
+
+def steps(optimizer):
+    """The optimizer's `gradient_accumulation_steps`, or `None`.
+
+    Args:
+        optimizer: A Keras optimizer, or `None`.
+
+    Returns:
+        An int >= 2, or `None` when it does not accumulate.
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    return getattr(inner, "gradient_accumulation_steps", None) or None
+
+
+def check(model):
+    """Raises before any step for an accumulation keras_slim cannot run.
+
+    Args:
+        model: The `SlimModel`, compiled.
+
+    Raises:
+        ValueError: under `ParameterServerStrategy`, or with a
+            `LossScaleOptimizer`, when the optimizer accumulates.
+    """
+    optimizer = getattr(model, "optimizer", None)
+    k = steps(optimizer)
+    if k is None:
+        return
+    if _strategy.is_parameter_server(model.distribute_strategy):
+        raise ValueError(
+            "Invalid value for argument `gradient_accumulation_steps`. "
+            f"Received: gradient_accumulation_steps={k} under "
+            "ParameterServerStrategy, whose workers apply their own "
+            "steps (asynchronously, or aggregated with "
+            "`replicas_to_aggregate`). Accumulate with MirroredStrategy or "
+            "MultiWorkerMirroredStrategy, or raise `replicas_to_aggregate` "
+            "(or the batch size) instead."
+        )
+    if hasattr(optimizer, "inner_optimizer"):
+        raise ValueError(
+            "Invalid value for argument `gradient_accumulation_steps`. "
+            f"Received: gradient_accumulation_steps={k} on the optimizer "
+            f"of a {type(optimizer).__name__}, whose loss scale may change "
+            "between micro-batches. Accumulate without loss scaling, or "
+            "without accumulation."
+        )
+
+
+def install(optimizer, active):
+    """Lets keras_slim apply an accumulating optimizer's updates itself.
+
+    While `active()`, `optimizer.apply` updates at once (Keras's own
+    accumulation is off), and a learning-rate schedule is read at the
+    global step (`iterations`) rather than at micro-steps. Idempotent; a
+    no-op for an optimizer that does not accumulate.
+
+    Args:
+        optimizer: A Keras 3 optimizer (not a `LossScaleOptimizer`).
+        active: A function of no argument: whether keras_slim is applying.
+    """
+    if steps(optimizer) is None:
+        return
+    _keras.replace_accumulating_apply(optimizer, active)
+    _keras.schedule_at_optimizer_steps(optimizer)
+
+
+def micro_step(optimizer, grads, variables, *, loss, update, idle=None):
+    """Adds one micro-batch's gradients; on the `k`-th, calls `update`.
+
+    Must be called in replica context with gradients already summed
+    across replicas, so every replica holds the same sums.
+
+    Args:
+        optimizer: The accumulating Keras optimizer (built).
+        grads: This micro-batch's summed gradients, one per variable
+            (`None` where a variable has none).
+        variables: The variables the gradients belong to.
+        loss: The micro-batch's summed loss when the step is checked, or
+            `None`: a non-finite loss makes the accumulated gradient
+            non-finite, so the check of the update sees it.
+        update: A function of the mean gradients (one per variable) that
+            checks, runs the policy and applies them (advancing the
+            micro-step count, or failing). It returns a tensor when
+            `idle` is given, else `None`.
+        idle: `None`, or a function of no argument giving what the other
+            micro-steps return in place of `update`'s tensor (the same
+            shape and dtype).
+
+    Returns:
+        `update`'s tensor on the update's micro-step, `idle()`'s on the
+        others; `None` without `idle`.
+    """
+    k = steps(optimizer)
+    present = [i for i, g in enumerate(grads) if g is not None]
+    if not present:
+        return update(list(grads))
+    summed = _poisoned([tf.convert_to_tensor(grads[i]) for i in present], loss)
+    sums = _keras.accumulators(optimizer, [variables[i] for i in present])
+    counter = _keras.micro_step_counter(optimizer)
+
+    def last(summed):
+        means = list(grads)
+        for i, s, g in zip(present, sums, summed):
+            means[i] = (s + g) / k
+        out = update(means)
+        with tf.control_dependencies(None if out is None else [out]):
+            for s in sums:
+                s.assign(tf.zeros_like(s))
+        return out
+
+    def add(summed):
+        for s, g in zip(sums, summed):
+            s.assign_add(g)
+        counter.assign_add(1)
+        return None if idle is None else idle()
+
+    if _keras.strategy_supports_no_merge_call():
+        is_last = tf.equal((counter + 1) % k, 0)
+        return tf.cond(is_last, lambda: last(summed), lambda: add(summed))
+    # A strategy that updates through `merge_call` branches in cross-replica
+    # context, as `_optimizer.apply_gradients` gates. It runs one replica
+    # per device, so no XLA and no verdict.
+    tf.distribute.get_replica_context().merge_call(
+        functools.partial(
+            _cross_replica,
+            is_last=lambda: tf.equal((counter + 1) % k, 0),
+            last=last,
+            add=add,
+        ),
+        args=(summed,),
+    )
+    return None
+
+
+def _cross_replica(distribution, summed, *, is_last, last, add):
+    """`micro_step`'s `cond`, from cross-replica context."""
+    run = distribution.extended.call_for_each_replica
+    tf.cond(
+        is_last(),
+        lambda: run(last, args=(summed,)),
+        lambda: run(add, args=(summed,)),
+    )
+
+
+def _poisoned(grads, loss):
+    """The gradients, the first carrying `0 * loss`: NaN when the loss is
+    not finite, zero otherwise (which leaves it unchanged)."""
+    if loss is None:
+        return grads
+    first = grads[0] + tf.cast(0.0 * loss, grads[0].dtype)
+    return [first, *grads[1:]]

@@ -1,0 +1,225 @@
+"""Keras's `gradient_accumulation_steps` with a `SlimModel`.
+
+`k` micro-batches of `b` make one optimizer step equal to one step on the
+`k * b` batch, the policy (multipliers, a binding clip) applied once to
+their mean; under `MirroredStrategy` the same holds for `N` clones. The
+reference is always an independent run without accumulation.
+"""
+
+import logging
+import re
+
+import keras
+import numpy as np
+import pytest
+
+import keras_slim
+from keras_slim import _accumulation
+from keras_slim import _keras
+from keras_slim import _strategy
+from keras_slim._fit import auto_steps
+from tests.callbacks.test_summaries import read_events
+from tests.helpers import classification_data
+from tests.helpers import compile_model
+from tests.helpers import max_abs_diff
+from tests.helpers import mlp
+from tests.helpers import weights
+
+# clip_global_norm 0.05 binds on every step of this model and data.
+POLICY = {"multipliers": {"logits/.*": 3.0}, "clip_global_norm": 0.05}
+
+OPTIMIZERS = {
+    # A schedule too: it must be read at optimizer steps.
+    "sgd_momentum": lambda **kw: keras.optimizers.SGD(
+        keras.optimizers.schedules.ExponentialDecay(0.5, 1, 0.7),
+        momentum=0.9,
+        **kw,
+    ),
+    "adam": lambda **kw: keras.optimizers.Adam(0.05, **kw),
+}
+
+
+def _model(optimizer, k=None, policy=POLICY, strategy=None):
+    def build():
+        model = mlp(keras_slim.GradientPolicy(**policy))
+        kwargs = {} if k is None else {"gradient_accumulation_steps": k}
+        return compile_model(model, OPTIMIZERS[optimizer](**kwargs))
+
+    if strategy is None:
+        return build()
+    with strategy.scope():
+        return build()
+
+
+def _fit(model, x, y, batch_size, callbacks=(), epochs=1):
+    return model.fit(
+        x,
+        y,
+        batch_size=batch_size,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        callbacks=list(callbacks),
+    ).history
+
+
+@pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
+def test_micro_batches_equal_one_step_on_their_union(optimizer):
+    x, y = classification_data(96)
+    accumulating = _model(optimizer, k=3)
+    history = _fit(accumulating, x, y, batch_size=16, epochs=2)
+    reference = _model(optimizer)
+    expected = _fit(reference, x, y, batch_size=48, epochs=2)
+    assert max_abs_diff(weights(accumulating), weights(reference)) < 1e-5
+    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    # The global step counts updates; Keras's count, micro-batches.
+    assert int(accumulating.optimizer.iterations.numpy()) == 4
+    assert int(_keras.micro_step_counter(accumulating.optimizer)) == 12
+    # The clip binds: without it the reference ends elsewhere.
+    unclipped = _model(optimizer, policy={"multipliers": POLICY["multipliers"]})
+    _fit(unclipped, x, y, batch_size=48, epochs=2)
+    assert max_abs_diff(weights(unclipped), weights(reference)) > 1e-3
+
+
+def test_clones_and_micro_batches_equal_one_device(mirrored):
+    # 4 clones (the suite's shared strategy) x 2 micro-batches of 16.
+    x, y = classification_data(128)
+    accumulating = _model("sgd_momentum", k=2, strategy=mirrored)
+    history = _fit(accumulating, x, y, batch_size=16, epochs=2)
+    reference = _model("sgd_momentum")
+    expected = _fit(reference, x, y, batch_size=32, epochs=2)
+    assert max_abs_diff(weights(accumulating), weights(reference)) < 1e-5
+    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    assert int(accumulating.optimizer.iterations.numpy()) == 8
+
+
+def test_callbacks_act_at_optimizer_steps(tmp_path, caplog):
+    # Log and summaries every 2 global steps, stop at 5: with k = 3 the
+    # auto steps per call end calls at batches 6, 12, 15.
+    caplog.set_level(logging.INFO, logger="keras_slim")
+    x, y = classification_data(16 * 30)
+    model = _model("adam", k=3)
+    callbacks = [
+        keras_slim.callbacks.LogEveryNSteps(every_n_steps=2),
+        keras_slim.callbacks.Summaries(
+            tmp_path, every_n_steps=2, every_n_secs=None
+        ),
+        keras_slim.callbacks.StopAtStep(last_step=5),
+    ]
+    _fit(model, x, y, batch_size=16, callbacks=callbacks)
+    assert model.steps_per_execution == 1  # restored after the fit
+    assert int(model.optimizer.iterations.numpy()) == 5
+    assert int(_keras.micro_step_counter(model.optimizer)) == 15
+    line = re.compile(r"global step (\d+): loss")
+    steps = [
+        int(m.group(1))
+        for r in caplog.records
+        if (m := line.match(r.getMessage()))
+    ]
+    assert steps == [2, 4]
+    assert sorted(read_events(tmp_path)["loss"]) == [2, 4]
+
+
+def test_auto_steps_per_call_end_on_optimizer_steps(tmp_path):
+    x, y = classification_data(16 * 24)
+    model = _model("adam", k=3)
+    save = keras_slim.callbacks.Checkpoints(
+        tmp_path, every_n_steps=4, every_n_secs=None
+    )
+    kwargs = {"batch_size": 16, "callbacks": [save]}
+    # Global steps 4, 8 end at batches 12, 24: 12 batches per call.
+    assert auto_steps.choose(model, x, kwargs) == 12
+
+
+def _with_nan(x, index):
+    x = x.copy()
+    x[index, 0] = np.nan
+    return x
+
+
+def test_nan_in_a_micro_batch_fails_the_optimizer_step():
+    x, y = classification_data(96)
+    x = _with_nan(x, 48 + 20)  # the second micro-batch of step 2
+    model = _model("adam", k=3)
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as error:
+        _fit(model, x, y, batch_size=16)
+    assert error.value.step == 2
+    assert int(model.optimizer.iterations.numpy()) == 1
+    reference = _model("adam")
+    _fit(reference, x[:48], y[:48], batch_size=48)
+    assert max_abs_diff(weights(model), weights(reference)) < 1e-5
+
+
+def test_nan_in_a_micro_batch_skips_the_whole_optimizer_step():
+    # Skipped: no variable changes, the accumulators restart at zero, the
+    # global step advances; as one device skips the step of that batch.
+    x, y = classification_data(144)
+    x = _with_nan(x, 48 + 20)
+    guard = [keras_slim.callbacks.NanLossGuard(fail=False)]
+    model = _model("sgd_momentum", k=3)
+    _fit(model, x, y, batch_size=16, callbacks=guard)
+    reference = _model("sgd_momentum")
+    guard = [keras_slim.callbacks.NanLossGuard(fail=False)]
+    _fit(reference, x, y, batch_size=48, callbacks=guard)
+    assert int(reference.optimizer.iterations.numpy()) == 3
+    assert int(model.optimizer.iterations.numpy()) == 3
+    assert max_abs_diff(weights(model), weights(reference)) < 1e-5
+    sums = _keras.accumulators(model.optimizer, model.trainable_variables)
+    assert all(not np.any(s.numpy()) for s in sums)
+
+
+def test_resume_from_a_checkpoint_mid_accumulation(tmp_path):
+    # 5 micro-batches an epoch, k = 3: the first fit ends, and checkpoints,
+    # 2 micro-batches into global step 2.
+    x, y = classification_data(80)
+
+    def run(directory, epochs):
+        model = _model("adam", k=3)
+        callbacks = [
+            keras_slim.callbacks.Checkpoints(directory, every_n_secs=None)
+        ]
+        _fit(model, x, y, batch_size=16, callbacks=callbacks, epochs=epochs)
+        return model
+
+    first = run(tmp_path / "resumed", 1)
+    assert int(_keras.micro_step_counter(first.optimizer)) == 5
+    resumed = run(tmp_path / "resumed", 2)
+    straight = run(tmp_path / "straight", 2)
+    assert int(_keras.micro_step_counter(resumed.optimizer)) == 10
+    assert int(resumed.optimizer.iterations.numpy()) == 3
+    assert max_abs_diff(weights(resumed), weights(straight)) < 1e-6
+    pending = _keras.accumulators(
+        resumed.optimizer, resumed.trainable_variables
+    )
+    expected = _keras.accumulators(
+        straight.optimizer, straight.trainable_variables
+    )
+    assert (
+        max_abs_diff(
+            [p.numpy() for p in pending], [e.numpy() for e in expected]
+        )
+        < 1e-6
+    )
+    assert any(np.any(p.numpy()) for p in pending)
+
+
+def test_parameter_servers_fail_before_any_step(monkeypatch):
+    # The check reads the strategy's kind: no cluster needed.
+    monkeypatch.setattr(_strategy, "is_parameter_server", lambda s: True)
+    model = _model("adam", k=2)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps=2 under"):
+        _accumulation.check(model)
+    x, y = classification_data(32)
+    with pytest.raises(ValueError, match="ParameterServerStrategy"):
+        model.make_train_function()
+
+
+def test_loss_scale_optimizer_fails_before_any_step():
+    model = mlp(keras_slim.GradientPolicy())
+    inner = keras.optimizers.SGD(0.1, gradient_accumulation_steps=2)
+    compile_model(model, keras.optimizers.LossScaleOptimizer(inner))
+    x, y = classification_data(32)
+    before = weights(model)
+    with pytest.raises(ValueError, match="LossScaleOptimizer"):
+        _fit(model, x, y, batch_size=16)
+    assert max_abs_diff(weights(model), before) == 0
