@@ -53,7 +53,7 @@ def check(model):
     k = steps(optimizer)
     if k is None:
         return
-    if _strategy.is_parameter_server(model.distribute_strategy):
+    if _strategy.mode(model.distribute_strategy).parameter_server:
         raise ValueError(
             "Invalid value for argument `gradient_accumulation_steps`. "
             f"Received: gradient_accumulation_steps={k} under "

@@ -42,12 +42,6 @@ class Run:
             `None` for a plain model.
         records: Each step's loss-tracker state of the last multi-step
             call (`keras_slim/_fit/loops.py`), or `None`.
-        raise_on_nonfinite: Whether a non-finite step raises (else it is
-            skipped); `NanLossGuard` sets it before the first step.
-        step_summaries: The in-step summaries hook `Summaries` installs
-            before the first step, or `None`.
-        skipped_steps: The `SkippedSteps` counting the steps skipped,
-            while non-finite steps are skipped; else `None`.
         resumed_from: The checkpoint `Checkpoints` restored, or `None`.
         startup_delay_steps: Under parameter servers, worker i starts at
             global step i times this (`keras_slim.train`'s).
@@ -70,9 +64,8 @@ class Run:
         self.feed = None
         self.position = None
         self.records = None
-        self.raise_on_nonfinite = True
-        self.step_summaries = None
-        self.skipped_steps = None
+        self._step_options = None
+        self._fix_step_options = None
         self.resumed_from = None
         self.startup_delay_steps = 0
         self.signals = _signals.StopSignals()
@@ -88,6 +81,32 @@ class Run:
         return _strategy.is_chief(
             self.model.distribute_strategy, override=self.chief_override
         )
+
+    @property
+    def step_options(self):
+        """The `StepOptions` of the run's step (`keras_slim/_fit/
+        step_options.py`), or `None` for a plain model's `fit` (its step is
+        Keras's).
+
+        What the fit's callbacks declared, fixed by the train function
+        bound to the run at the first read: the run's first batch or the
+        train function's first call, after every callback's
+        `on_train_begin`.
+        """
+        if self._step_options is None and self._fix_step_options:
+            self._step_options = self._fix_step_options()
+        return self._step_options
+
+    def fix_step_options_with(self, fix):
+        """Sets the function that fixes the step options at their first
+        read (the bound train function's), or `None`.
+
+        Args:
+            fix: A function of no argument returning a `StepOptions`, or
+                `None`.
+        """
+        self._fix_step_options = fix
+        self._step_options = None
 
     @property
     def no_step(self):

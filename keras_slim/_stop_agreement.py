@@ -57,7 +57,9 @@ class StopAgreement:
         total=None,
         clock=time.monotonic,
     ):
-        self._several = total is not None or _strategy.is_multi_worker(strategy)
+        self._several = (
+            total is not None or _strategy.mode(strategy).workers_in_lockstep
+        )
         if total is None and self._several:
             total = _all_reduce(strategy)
         self._total = total

@@ -1,12 +1,16 @@
 """What kind of `tf.distribute` strategy runs the step, and who the chief is.
 
 One answer for every module: the fit machinery (which loop), the callbacks
-(who writes) and `keras_slim.train` ask here. A strategy that runs
-synchronous steps over parameter servers carries its settings itself
-(`SyncReplicasStrategy`, made by `DeploymentConfig`).
+(who writes) and `keras_slim.train` ask `mode(strategy)`, the deployment
+`Mode` decided once per strategy, as TF-Slim's `model_deploy.
+DeploymentConfig` answered `clone_device` or `variables_device` about
+itself. A strategy that runs synchronous steps over parameter servers
+carries its settings itself (`SyncReplicasStrategy`, made by
+`DeploymentConfig`).
 """
 
 import dataclasses
+import weakref
 
 import tensorflow as tf
 
@@ -54,16 +58,6 @@ def kind(strategy):
     return LOCAL
 
 
-def is_parameter_server(strategy):
-    """Whether `strategy` is a `ParameterServerStrategy`."""
-    return kind(strategy) == PARAMETER_SERVER
-
-
-def is_multi_worker(strategy):
-    """Whether `strategy` is a `MultiWorkerMirroredStrategy` over workers."""
-    return kind(strategy) == MULTI_WORKER
-
-
 def is_chief(strategy, override=None):
     """Whether this process writes checkpoints, summaries and traces.
 
@@ -79,7 +73,7 @@ def is_chief(strategy, override=None):
     """
     if override is not None:
         return bool(override)
-    return bool(strategy.extended.should_checkpoint)
+    return mode(strategy).chief
 
 
 def is_chief_task(jobs, task_type, task_id, worker_job="worker"):
@@ -133,16 +127,102 @@ class SyncReplicasStrategy(tf.distribute.ParameterServerStrategy):
         self.sync_settings = settings
 
 
-def sync_settings(strategy):
-    """The `SyncSettings` of synchronous steps over parameter servers, or
-    `None` (asynchronous steps, or no parameter servers).
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """How a strategy deploys the train step: the questions the fit, the
+    callbacks and `keras_slim.train` ask about it, answered once.
+
+    Attributes:
+        kind: `"local"`, `"mirrored"`, `"multi_worker"` or
+            `"parameter_server"` (see `kind`).
+        replicas_in_sync: The strategy's `num_replicas_in_sync`.
+        chief: Whether this process is the strategy's chief (writes
+            checkpoints, summaries and traces), unless overridden
+            (`is_chief`).
+        sync: The `SyncSettings` of synchronous steps over parameter
+            servers, or `None`.
+
+    Example:
+    ```python
+    mode(tf.distribute.get_strategy()).needs_coordinator  # False
+    ```
+    """
+
+    kind: str
+    replicas_in_sync: int
+    chief: bool
+    sync: SyncSettings | None = None
+
+    @property
+    def parameter_server(self):
+        """Whether the strategy is a `ParameterServerStrategy`."""
+        return self.kind == PARAMETER_SERVER
+
+    @property
+    def multi_worker(self):
+        """Whether the strategy is a `MultiWorkerMirroredStrategy` over
+        several workers."""
+        return self.kind == MULTI_WORKER
+
+    @property
+    def needs_coordinator(self):
+        """Whether `fit` runs keras_slim's coordinator loop, which schedules
+        steps on the workers and goes on (steps are in flight while the
+        callbacks run): under parameter servers."""
+        return self.parameter_server
+
+    @property
+    def workers_in_lockstep(self):
+        """Whether several workers run every step together, and so must
+        agree on the step a run stops or saves at, and trace the same step
+        (their collectives line up): under `MultiWorkerMirroredStrategy`."""
+        return self.multi_worker
+
+    @property
+    def reads_worker_shares(self):
+        """Whether each worker reads its own share of the data (a worker's
+        batch is its replica's, and its input position its own): under
+        `MultiWorkerMirroredStrategy`."""
+        return self.multi_worker
+
+    @property
+    def host_reads_collective(self):
+        """Whether reading a distributed variable on the host is a
+        collective every worker must make at the same step: under
+        `MultiWorkerMirroredStrategy`."""
+        return self.multi_worker
+
+    @property
+    def records_step_losses(self):
+        """Whether a multi-step call can record each step's loss: not for
+        the calls scheduled on parameter-server workers."""
+        return not self.parameter_server
+
+
+# One Mode per strategy, for the strategy's life.
+_MODES = weakref.WeakKeyDictionary()
+
+
+def mode(strategy):
+    """The deployment `Mode` of `strategy`, decided on first use.
 
     Args:
         strategy: A `tf.distribute.Strategy`.
 
     Returns:
-        `SyncSettings` or `None`.
+        The `Mode`.
     """
-    if isinstance(strategy, SyncReplicasStrategy):
-        return strategy.sync_settings
-    return None
+    try:
+        return _MODES[strategy]
+    except KeyError:
+        pass
+    answer = Mode(
+        kind=kind(strategy),
+        replicas_in_sync=strategy.num_replicas_in_sync,
+        chief=bool(strategy.extended.should_checkpoint),
+        sync=strategy.sync_settings
+        if isinstance(strategy, SyncReplicasStrategy)
+        else None,
+    )
+    _MODES[strategy] = answer
+    return answer

@@ -259,18 +259,19 @@ def checked(model, args):
 
 
 def _check_startup_delay(delay, strategy):
-    if delay > 0 and _strategy.is_multi_worker(strategy):
+    mode = _strategy.mode(strategy)
+    if delay > 0 and mode.multi_worker:
         raise ValueError(
             "`startup_delay_steps` must be 0 under a synchronous "
             "multi-worker strategy (TF-Slim: with `sync_optimizer`). "
             f"Received: startup_delay_steps={delay}"
         )
-    if delay > 0 and not _strategy.is_parameter_server(strategy):
+    if delay > 0 and not mode.parameter_server:
         raise ValueError(
             "`startup_delay_steps` staggers asynchronous workers that share "
             "a global step on parameter servers (ParameterServerStrategy, "
             "DeploymentConfig(num_ps_tasks=...)); under this "
-            f"{_strategy.kind(strategy)} strategy no other worker advances "
+            f"{mode.kind} strategy no other worker advances "
             "this process's global step, so waiting would never end. "
             f"Received: startup_delay_steps={delay}"
         )
@@ -295,7 +296,7 @@ def training_data(model, settings):
     """
     bounded = settings.number_of_steps is not None or settings.steps is not None
     data, batch_size = settings.data, settings.batch_size
-    if _strategy.is_parameter_server(model.distribute_strategy):
+    if _strategy.mode(model.distribute_strategy).parameter_server:
         # Workers read their own datasets: the step count bounds the run.
         if not bounded:
             raise ValueError(

@@ -97,7 +97,7 @@ def make(settings, *, is_chief, strategy, dataset):
     )
     if settings.log_every_n_steps is not None:
         services.append(LogEveryNSteps(settings.log_every_n_steps))
-    parameter_server = _strategy.is_parameter_server(strategy)
+    parameter_server = _strategy.mode(strategy).parameter_server
     last_loss = LastStepLoss(
         settings.number_of_steps,
         None if parameter_server else known_length(dataset),
@@ -144,7 +144,7 @@ def _writers(settings, is_chief, strategy):
         s.save_summaries_steps is not None
     )
     in_step = s.summarize_activations or s.summarize_gradients
-    several = _strategy.is_multi_worker(strategy)
+    several = _strategy.mode(strategy).workers_in_lockstep
     if not is_chief:
         if not (summaries and in_step and several):
             return []

@@ -200,7 +200,7 @@ def train(
         settings, is_chief=chief, strategy=strategy, dataset=dataset
     )
     callbacks = services + list(callbacks or [])
-    if _strategy.is_parameter_server(strategy):
+    if _strategy.mode(strategy).needs_coordinator:
         fit_args = {
             "steps_per_epoch": settings.number_of_steps or settings.steps
         }

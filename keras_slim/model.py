@@ -437,7 +437,7 @@ class SlimModel(keras.Model):
         parameter servers, whose scheduled calls record nothing): a
         callback reading single steps' losses then leaves the steps per
         call free."""
-        return not _strategy.is_parameter_server(self.distribute_strategy)
+        return _strategy.mode(self.distribute_strategy).records_step_losses
 
     def _gate(self, plan, grads, total_loss, options):
         """The step's numeric check on summed gradients (see `_Gate`)."""

@@ -244,8 +244,16 @@ def on_parameter_servers(monkeypatch):
     from keras_slim import _strategy
 
     workers = [2]
+    settings = [None]
     monkeypatch.setattr(
-        _strategy, "kind", lambda strategy: _strategy.PARAMETER_SERVER
+        _strategy,
+        "mode",
+        lambda strategy: _strategy.Mode(
+            kind=_strategy.PARAMETER_SERVER,
+            replicas_in_sync=1,
+            chief=True,
+            sync=settings[0],
+        ),
     )
     monkeypatch.setattr(
         _keras,
@@ -255,8 +263,6 @@ def on_parameter_servers(monkeypatch):
             "ps": ["p0"],
         },
     )
-    settings = [None]
-    monkeypatch.setattr(_strategy, "sync_settings", lambda s: settings[0])
     return workers, settings
 
 

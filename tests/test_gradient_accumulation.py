@@ -205,7 +205,10 @@ def test_resume_from_a_checkpoint_mid_accumulation(tmp_path):
 
 def test_parameter_servers_fail_before_any_step(monkeypatch):
     # The check reads the strategy's kind: no cluster needed.
-    monkeypatch.setattr(_strategy, "is_parameter_server", lambda s: True)
+    ps = _strategy.Mode(
+        kind=_strategy.PARAMETER_SERVER, replicas_in_sync=1, chief=True
+    )
+    monkeypatch.setattr(_strategy, "mode", lambda s: ps)
     model = _model("adam", k=2)
     with pytest.raises(ValueError, match="gradient_accumulation_steps=2 under"):
         _accumulation.check(model)

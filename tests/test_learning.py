@@ -433,7 +433,10 @@ def test_uncompiled_model():
 def test_startup_delay_under_sync_multi_worker_strategy(monkeypatch):
     from keras_slim import _strategy
 
-    monkeypatch.setattr(_strategy, "is_multi_worker", lambda s: True)
+    multi_worker = _strategy.Mode(
+        kind=_strategy.MULTI_WORKER, replicas_in_sync=1, chief=True
+    )
+    monkeypatch.setattr(_strategy, "mode", lambda s: multi_worker)
     with pytest.raises(ValueError, match="startup_delay_steps. must be 0"):
         keras_slim.train(
             logistic_classifier(),

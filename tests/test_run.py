@@ -113,24 +113,38 @@ def test_a_run_at_its_target_runs_no_step_and_keeps_the_train_function(
 
 
 class SkipFrom(StepCallback):
-    """Asks the run to skip non-finite steps once training has begun."""
+    """Declares that non-finite steps are skipped once training has begun
+    (too late: the run's step options are fixed before its first step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.skip = False
+        self.asked = 0
+
+    def step_options(self, model):
+        self.asked += 1
+        return {"raise_on_nonfinite": not self.skip}
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        self._run.raise_on_nonfinite = False
+        self.skip = True
+        #: The options the model's step is traced with now.
+        self.traced = self.model.step_options
 
 
 def test_the_step_options_are_fixed_for_the_run():
-    """A run's NaN mode is read when its first call fixes the step: a
-    callback changing it later changes nothing in that run's step."""
+    """A run's NaN mode is asked for once, before its first step: a
+    callback changing its mind later changes nothing in that run's step."""
     x, y, _ = common.full_batch()
     x = x.copy()
     x[-8:] = np.nan  # the last batch of 4
     data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
     model = common.model()
+    callback = SkipFrom()
     with pytest.raises(keras_slim.NanLossDuringTrainingError):
-        model.fit(data, epochs=1, verbose=0, callbacks=[SkipFrom()])
-    assert model.train_function.step_options.raise_on_nonfinite
+        model.fit(data, epochs=1, verbose=0, callbacks=[callback])
+    assert callback.traced.raise_on_nonfinite
+    assert callback.asked == 1
 
 
 def test_only_the_run_module_sets_an_attribute_on_the_model():

@@ -1,4 +1,5 @@
-"""The strategy kind and the chief, one answer for every module."""
+"""The strategy kind, its deployment mode and the chief, one answer for
+every module."""
 
 import pytest
 import tensorflow as tf
@@ -12,8 +13,49 @@ def test_kinds_of_local_strategies(mirrored):
     one = tf.distribute.OneDeviceStrategy("/cpu:0")
     assert _strategy.kind(one) == _strategy.LOCAL
     for strategy in (tf.distribute.get_strategy(), mirrored):
-        assert not _strategy.is_multi_worker(strategy)
-        assert not _strategy.is_parameter_server(strategy)
+        assert not _strategy.mode(strategy).multi_worker
+        assert not _strategy.mode(strategy).parameter_server
+
+
+def test_the_mode_of_a_strategy_is_decided_once(mirrored):
+    default = tf.distribute.get_strategy()
+    assert _strategy.mode(default) == _strategy.Mode(
+        kind=_strategy.LOCAL, replicas_in_sync=1, chief=True
+    )
+    assert _strategy.mode(mirrored) == _strategy.Mode(
+        kind=_strategy.MIRRORED,
+        replicas_in_sync=mirrored.num_replicas_in_sync,
+        chief=True,
+    )
+    assert mirrored.num_replicas_in_sync > 1
+    assert _strategy.mode(mirrored) is _strategy.mode(mirrored)
+
+
+# Each kind's answers: (needs_coordinator, workers_in_lockstep,
+# reads_worker_shares, host_reads_collective, records_step_losses).
+_ANSWERS = {
+    _strategy.LOCAL: (False, False, False, False, True),
+    _strategy.MIRRORED: (False, False, False, False, True),
+    _strategy.MULTI_WORKER: (False, True, True, True, True),
+    _strategy.PARAMETER_SERVER: (True, False, False, False, False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ANSWERS))
+def test_the_answers_of_each_kind_of_mode(kind):
+    """The real MWMS and PS strategies: tests/test_multi_worker.py,
+    tests/test_parameter_server.py."""
+    mode = _strategy.Mode(kind=kind, replicas_in_sync=2, chief=False)
+    answers = (
+        mode.needs_coordinator,
+        mode.workers_in_lockstep,
+        mode.reads_worker_shares,
+        mode.host_reads_collective,
+        mode.records_step_losses,
+    )
+    assert answers == _ANSWERS[kind]
+    assert mode.parameter_server is (kind == _strategy.PARAMETER_SERVER)
+    assert mode.multi_worker is (kind == _strategy.MULTI_WORKER)
 
 
 def test_is_chief_asks_the_strategy_unless_overridden(mirrored):

@@ -67,8 +67,8 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
         run.records = None
         function = model.make_train_function()
         callbacks = list(kwargs.get("callbacks") or [])
-        with function.bound(run), _run.handed_to(callbacks, run):
-            if _strategy.is_parameter_server(model.distribute_strategy):
+        with function.bound(run, callbacks), _run.handed_to(callbacks, run):
+            if _strategy.mode(model.distribute_strategy).needs_coordinator:
                 return _fit_on_parameter_servers(
                     model, run, x, y, kwargs, auto, function.inputs
                 )

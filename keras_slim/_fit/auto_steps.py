@@ -68,11 +68,10 @@ def choose(model, x, kwargs):
     Returns:
         A positive int.
     """
-    strategy = model.distribute_strategy
-    kind = _strategy.kind(strategy)
-    if kind == _strategy.MULTI_WORKER:
+    mode = _strategy.mode(model.distribute_strategy)
+    if mode.multi_worker:
         return 1
-    if kind == _strategy.PARAMETER_SERVER:
+    if mode.needs_coordinator:
         return _on_parameter_servers(model, kwargs)
     if x is not None and not isinstance(x, (tf.data.Dataset, np.ndarray)):
         return 1  # generators, PyDatasets: their length is their own
@@ -90,7 +89,7 @@ def choose(model, x, kwargs):
 def _on_parameter_servers(model, kwargs):
     """The steps per scheduled call under `ParameterServerStrategy`."""
     strategy = model.distribute_strategy
-    if _strategy.sync_settings(strategy) is not None:
+    if _strategy.mode(strategy).sync is not None:
         return 1  # each synchronous step is its own round
     constraints = _callback_steps(model, kwargs)
     if constraints is None:

@@ -367,7 +367,7 @@ def make(model, x, y, kwargs, steps, cache=None):
     if why is None and arrays is None and not isinstance(x, tf.data.Dataset):
         why = f"the input is a {type(x).__name__}, not a tf.data.Dataset"
     strategy = model.distribute_strategy
-    several = _strategy.is_multi_worker(strategy)
+    several = _strategy.mode(strategy).reads_worker_shares
     if why is None and several:
         why = (
             worker_input.why_not(x, strategy)

@@ -32,7 +32,7 @@ def reduce_step_outputs(outputs, strategy):
     Returns:
         The reduced logs.
     """
-    if not _strategy.is_multi_worker(strategy):
+    if not _strategy.mode(strategy).multi_worker:
         return _keras.reduce_step_outputs_auto(outputs, strategy)
 
     def mean(value):
@@ -304,7 +304,7 @@ def multi_step_functions(model, step_function):
         logs.
     """
     strategy = model.distribute_strategy
-    record = not _strategy.is_multi_worker(strategy)
+    record = not _strategy.mode(strategy).multi_worker
     one_step = step_on_data(model, step_function)
 
     def split(batch):

@@ -253,7 +253,7 @@ def why_workers_read(model, x):
             "function; pass a tf.data.Dataset for the coordinator to read "
             "and save its position"
         )
-    if _strategy.sync_settings(model.distribute_strategy) is not None:
+    if _strategy.mode(model.distribute_strategy).sync is not None:
         return (
             "synchronous steps over parameter servers read the dataset on "
             "the workers"
@@ -390,7 +390,7 @@ def fit(
     try:
         with _lost_ps():
             callback_list.on_train_begin()
-            # The callbacks have set the step's options: fixed from here.
+            # The callbacks' declared step options: fixed from here.
             model.train_function.for_run()
             if plan.sync is not None:
                 _check_sync_summaries(run)
@@ -434,7 +434,7 @@ def _plan(model, x, batch_size, run, translate_error):
         sample = x.element_spec
     else:
         dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
-    settings = _strategy.sync_settings(strategy)
+    settings = _strategy.mode(strategy).sync
     if settings is not None and run.startup_delay_steps:
         raise ValueError(
             "`startup_delay_steps` must be 0 with synchronous steps "
@@ -573,7 +573,7 @@ def _nothing():
 def _check_sync_summaries(run):
     """Activation summaries need the step's batch, which a synchronous
     step's apply (on the coordinator) does not have."""
-    hook = run.step_summaries
+    hook = run.step_options.step_summaries
     if hook is not None and hook.activations:
         raise ValueError(
             "Activation summaries cannot be written by synchronous steps "

@@ -28,8 +28,9 @@ def split(batch, strategy):
     Returns:
         Per-replica values, or `batch`.
     """
-    count = strategy.num_replicas_in_sync
-    if count == 1 or _strategy.is_multi_worker(strategy):
+    mode = _strategy.mode(strategy)
+    count = mode.replicas_in_sync
+    if count == 1 or mode.reads_worker_shares:
         return batch
     first = tf.nest.flatten(batch)[0]
     size = tf.shape(first, out_type=tf.int64)[0]

@@ -1,12 +1,21 @@
 """What a `SlimModel` train step is traced with, fixed for a run.
 
-The train function fixes a run's options when it makes (or reuses) the
-compiled functions for that run (`keras_slim/_fit/train_function.py`),
-and the step reads them while it is traced, so what callbacks change
-during the run does not change the step.
+The fit's callbacks declare what the step needs (`step_options(model)`
+beside `step_multiples`, `keras_slim.callbacks.StepCallback`); the train
+function bound to the run collects the declarations once (`declared`),
+adds what it owns itself, and fixes the run's `StepOptions` after every
+callback's `on_train_begin` (`keras_slim/_fit/train_function.py`). The
+step reads them while it is traced, so what callbacks change during the
+run does not change the step.
+
+A new option is a new `StepOptions` field and a callback declaring it; a
+field the train function derives itself is marked `_OWNED`.
 """
 
 import dataclasses
+
+# Field metadata of the options the train function sets, not callbacks.
+_OWNED = {"owner": "the train function"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,21 +25,87 @@ class StepOptions:
     Attributes:
         raise_on_nonfinite: Whether a non-finite loss or gradient fails
             the step (`NanLossDuringTrainingError`); else the step is
-            skipped (`NanLossGuard(fail=False)`).
+            skipped. Declared by `NanLossGuard` (its `fail`).
         step_summaries: The in-step summaries hook (`callbacks/
-            _step_summaries.py`), or `None`.
+            _step_summaries.py`), or `None`. Declared by `Summaries`.
         skipped_steps: The `SkippedSteps` the skip branch records into,
-            or `None`.
+            or `None`. Set by the train function.
         defer_check: Whether the step is XLA-compiled, which compiles an
             `Assert` away: the step then returns its numeric verdict and
             the loop around it fails the step (`keras_slim/_optimizer.py`).
+            Set by the train function.
     """
 
     raise_on_nonfinite: bool = True
     step_summaries: object = None
-    skipped_steps: object = None
-    defer_check: bool = False
+    skipped_steps: object = dataclasses.field(default=None, metadata=_OWNED)
+    defer_check: bool = dataclasses.field(default=False, metadata=_OWNED)
 
 
 #: A step outside keras_slim's `fit` (`keras.Model.fit` called directly).
 DEFAULT = StepOptions()
+
+#: The fields callbacks may declare.
+DECLARABLE = tuple(
+    f.name for f in dataclasses.fields(StepOptions) if f.metadata != _OWNED
+)
+
+
+def declared(callbacks, model):
+    """Merges the step options the callbacks declare.
+
+    Each callback with a `step_options(model)` method (keras_slim's
+    `StepCallback`s, `NanLossGuard`, or any callback saying the same)
+    returns a dict of `StepOptions` fields; a field no callback declares
+    keeps its default.
+
+    Args:
+        callbacks: The fit's callbacks.
+        model: The model being fitted.
+
+    Returns:
+        A dict of field name to value.
+
+    Raises:
+        ValueError: for a field that is not declarable, or for two
+            callbacks declaring different values of one field (the
+            message names both).
+
+    Example:
+    ```python
+    declared([NanLossGuard(fail=False)], model)
+    # {"raise_on_nonfinite": False}
+    ```
+    """
+    merged, owners = {}, {}
+    for index, callback in enumerate(callbacks):
+        declare = getattr(callback, "step_options", None)
+        if not callable(declare):
+            continue
+        callback = _describe(index, callback)
+        for name, value in dict(declare(model)).items():
+            _check_declarable(callback, name)
+            if name in merged and merged[name] != value:
+                raise ValueError(
+                    f"Two callbacks declare different step options "
+                    f"`{name}`: {owners[name]} declares "
+                    f"{name}={merged[name]!r}, {callback} "
+                    f"declares {name}={value!r}. One step runs with one "
+                    "value: keep one of them."
+                )
+            merged[name], owners[name] = value, callback
+    return merged
+
+
+def _check_declarable(callback, name):
+    """`callback` is the declaring callback's description."""
+    if name not in DECLARABLE:
+        raise ValueError(
+            f"Invalid step option declared by {callback}: "
+            f"{name!r}. Expected one of {list(DECLARABLE)}."
+        )
+
+
+def _describe(index, callback):
+    """Names a callback, and its place among the fit's callbacks."""
+    return f"{type(callback).__name__} (callbacks[{index}])"

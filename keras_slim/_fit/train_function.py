@@ -3,17 +3,20 @@
 Keras's `fit` calls `model.train_function(iterator)` once per batch of
 steps. A `SlimModel`'s train function is a `TrainFunction`, made once per
 compile and policy; the fit that starts a run binds it to the run
-(`bound`). At the run's first call it fixes the step's options (NaN mode,
-in-step summaries hook, `keras_slim/_fit/step_options.py`) and picks the
-compiled functions of those options and steps per call, made once and
-kept for later runs. On each call it then reads from the run whether the
-call runs no step (`Run.no_step`) and where the data comes from (the
-run's feed, or Keras's iterator), and leaves each step's loss-tracker
-records in the run (`Run.records`). A loss found non-finite by the step's
-check becomes `keras_slim.NanLossDuringTrainingError`.
+(`bound`) with the fit's callbacks. Once every callback's
+`on_train_begin` ran, it fixes the run's step options from what the
+callbacks declare (NaN mode, in-step summaries hook, `keras_slim/_fit/
+step_options.py`) and picks the compiled functions of those options and
+steps per call, made once and kept for later runs. On each call it then
+reads from the run whether the call runs no step (`Run.no_step`) and
+where the data comes from (the run's feed, or Keras's iterator), and
+leaves each step's loss-tracker records in the run (`Run.records`). A
+loss found non-finite by the step's check becomes
+`keras_slim.NanLossDuringTrainingError`.
 """
 
 import contextlib
+import dataclasses
 import functools
 import math
 import re
@@ -86,7 +89,7 @@ class _Compiled:
         self.multi_step = (
             model.steps_per_execution > 1
             or bool(model.jit_compile)
-            or _strategy.is_multi_worker(model.distribute_strategy)
+            or _strategy.mode(model.distribute_strategy).multi_worker
         ) and not model.run_eagerly
         # tf.functions: each is traced on its first call only.
         self.on_iterator, self.on_host, self.on_blocks, self.on_python = (
@@ -119,7 +122,7 @@ class TrainFunction:
     Example:
     ```python
     model.train_function = TrainFunction(model)  # in make_train_function
-    with model.train_function.bound(run):  # by the fit that started `run`
+    with model.train_function.bound(run, callbacks):  # by the fit of `run`
         logs = model.train_function(iterator)  # by Keras's fit, per batch
     ```
     """
@@ -139,16 +142,23 @@ class TrainFunction:
         self._call = translate_nonfinite(self._run_steps, model.optimizer)
 
     @contextlib.contextmanager
-    def bound(self, run):
+    def bound(self, run, callbacks=()):
         """Runs the calls made inside for `run`.
+
+        The run's step options are fixed from what `callbacks` declare
+        (`step_options.declared`) when first read, after every callback's
+        `on_train_begin` (`Run.step_options`).
 
         Args:
             run: The fit's `Run`.
+            callbacks: The fit's callbacks. Defaults to none.
 
         Yields:
             Nothing.
         """
         self._run, self._current = run, None
+        callbacks = list(callbacks)
+        run.fix_step_options_with(lambda: self._options(callbacks))
         try:
             yield
         finally:
@@ -156,13 +166,16 @@ class TrainFunction:
 
     def for_run(self):
         """The compiled functions of the bound run's step options, fixed at
-        the run's first call (after every callback's `on_train_begin`).
+        the latest at the run's first call (after every callback's
+        `on_train_begin`).
 
         Returns:
             The functions, whose `options` the model's step is traced with.
         """
         if self._current is None:
-            self._current = self._functions(self._options())
+            run = self._run
+            options = self._options() if run is None else run.step_options
+            self._current = self._functions(options)
         return self._current
 
     @property
@@ -173,30 +186,33 @@ class TrainFunction:
             return step_options.DEFAULT
         return self._current.options
 
-    def _options(self):
-        run = self._run
+    def _options(self, callbacks=()):
+        """The step options the callbacks declare, with the train
+        function's own: the skipped steps' counter, XLA's deferred check.
+        Called once per run."""
         model = self._model
         # XLA compiles keras_slim's loops' step (`loops.step_on_data`),
         # never a step scheduled on parameter servers.
         xla = (
             bool(model.jit_compile)
             and not model.run_eagerly
-            and not _strategy.is_parameter_server(model.distribute_strategy)
+            and not _strategy.mode(model.distribute_strategy).needs_coordinator
         )
-        if run is None:
-            return step_options.StepOptions(defer_check=xla)
-        if not run.raise_on_nonfinite and run.skipped_steps is None:
+        options = step_options.StepOptions(
+            **step_options.declared(callbacks, model)
+        )
+        skipped = None
+        if not options.raise_on_nonfinite:
             if self._skipped is None:
                 self._skipped = skipped_lib.SkippedSteps(
-                    self._model.distribute_strategy
+                    model.distribute_strategy
                 )
             self._skipped.reset()
-            run.skipped_steps = self._skipped
-        return step_options.StepOptions(
-            raise_on_nonfinite=run.raise_on_nonfinite,
-            step_summaries=run.step_summaries,
-            skipped_steps=run.skipped_steps,
-            defer_check=xla and run.raise_on_nonfinite,
+            skipped = self._skipped
+        return dataclasses.replace(
+            options,
+            skipped_steps=skipped,
+            defer_check=xla and options.raise_on_nonfinite,
         )
 
     def __call__(self, iterator):

@@ -56,7 +56,8 @@ class StepLoss:
         model: A compiled Keras model whose train step reports its loss
             through a `Mean` metric named `"loss"` (the built-in train step
             and `SlimModel` do).
-        run: The fit's `Run`: its records, its settle, its NaN mode.
+        run: The fit's `Run`: its records, its settle, its step options
+            (the NaN mode).
 
     Where the train function records each step (a `SlimModel` running
     several steps per call), `since_mark` gives the loss of the batch's last
@@ -83,7 +84,8 @@ class StepLoss:
         self._recorded = False
         self._skipping_from = None
         strategy = model.distribute_strategy
-        self._local = strategy if _strategy.is_multi_worker(strategy) else None
+        collective = _strategy.mode(strategy).host_reads_collective
+        self._local = strategy if collective else None
 
     @property
     def available(self):
@@ -115,11 +117,9 @@ class StepLoss:
             self._mark = self._read()
             # Where steps may be skipped, the step tells them from calls
             # that ran no step (read only in that mode).
-            self._skipping_from = (
-                None
-                if self._run.raise_on_nonfinite
-                else self._run.global_step()
-            )
+            options = self._run.step_options
+            skips = options is not None and not options.raise_on_nonfinite
+            self._skipping_from = self._run.global_step() if skips else None
 
     @property
     def marked(self):

@@ -223,7 +223,8 @@ class Checkpoints(StepCallback):
         # at the same steps: on time, when the chief says so.
         self._agree = _stop_agreement.StopAgreement(strategy)
         self._due, self._clock = self._trigger, None
-        if _strategy.is_multi_worker(strategy) and self._trigger.every_n_secs:
+        lockstep = _strategy.mode(strategy).workers_in_lockstep
+        if lockstep and self._trigger.every_n_secs:
             self._due = IntervalTrigger(
                 every_n_steps=self._trigger.every_n_steps
             )
@@ -241,7 +242,7 @@ class Checkpoints(StepCallback):
         """Each worker's own input position, under several workers that
         read their own shares on the host; else `None`."""
         feed = self._run.feed
-        if not _strategy.is_multi_worker(strategy) or not (
+        if not _strategy.mode(strategy).reads_worker_shares or not (
             feed is not None and feed.reads_host
         ):
             return None

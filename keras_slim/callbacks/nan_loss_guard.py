@@ -93,9 +93,6 @@ class NanLossGuard(RunCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        # A SlimModel gates its update on a finite loss; the run tells its
-        # train step whether to raise or to skip the step.
-        self._run.raise_on_nonfinite = self.fail
         self._reported = 0
         self._warned_at = None
         self._checked = not self.rollback
@@ -106,7 +103,7 @@ class NanLossGuard(RunCallback):
                     "keras_slim.SlimModel (whose step changes nothing when "
                     f"it is not finite); got a {type(self.model).__name__}."
                 )
-            if _strategy.is_parameter_server(self.model.distribute_strategy):
+            if _strategy.mode(self.model.distribute_strategy).needs_coordinator:
                 raise ValueError(
                     f"NanLossGuard(rollback={self.rollback}) cannot roll "
                     "back asynchronous steps over parameter servers (other "
@@ -150,8 +147,27 @@ class NanLossGuard(RunCallback):
             return [1]
         return []
 
+    def step_options(self, model):
+        """A `SlimModel` gates its update on a finite loss: the step
+        raises, or skips the update (`fail`).
+
+        Args:
+            model: The model about to be fitted.
+
+        Returns:
+            `{"raise_on_nonfinite": fail}`.
+        """
+        del model
+        return {"raise_on_nonfinite": self.fail}
+
+    def _skipped_steps(self):
+        """The run's `SkippedSteps`, while its step skips non-finite
+        steps; else `None`."""
+        options = self._run.step_options
+        return None if options is None else options.skipped_steps
+
     def on_train_batch_end(self, batch, logs=None):
-        skipped = self._run.skipped_steps
+        skipped = self._skipped_steps()
         if skipped is not None:
             self._report_skipped(skipped, final=False)
             return
@@ -174,7 +190,7 @@ class NanLossGuard(RunCallback):
             self._warned = True
 
     def on_train_end(self, logs=None):
-        skipped = self._run.skipped_steps
+        skipped = self._skipped_steps()
         if skipped is not None:
             self._report_skipped(skipped, final=True)
 

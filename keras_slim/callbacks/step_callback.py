@@ -24,9 +24,19 @@ class StepCallback(RunCallback):
     resumed from) and `self.counter` a `StepCounter`; from
     `on_train_batch_begin` on, `self.no_step` says whether the call runs
     no step (a run at its `StopAtStep` target, or a resumed run catching
-    up with Keras's count of its epoch). Override
-    `step_multiples` to tell a `SlimModel` which global steps must end a
-    call of its train function.
+    up with Keras's count of its epoch).
+
+    What a callback needs from a `SlimModel`'s `fit` it declares, and the
+    fit collects the declarations of all its callbacks once: override
+    `step_multiples` to tell it which global steps must end a call of its
+    train function, and `step_options` to tell it what its traced step
+    needs (a dict of `StepOptions` fields: `raise_on_nonfinite`, which
+    `NanLossGuard` declares, `step_summaries`, which `Summaries` declares).
+    The step options are asked for once per `fit`, after every callback's
+    `on_train_begin` and before the first step, and the step is traced
+    with them for the whole `fit`: a later change of mind changes nothing.
+    Two callbacks declaring different values of one option are an error,
+    raised before the first step.
 
     Example:
     ```python
@@ -38,6 +48,13 @@ class StepCallback(RunCallback):
             super().on_train_batch_end(batch, logs)
             if self.counter.step % 100 == 0:
                 print("global step", self.counter.step)
+
+
+    class SkipNonFinite(keras_slim.callbacks.StepCallback):
+        def step_options(self, model):
+            # A non-finite loss or gradient skips the update, as
+            # NanLossGuard(fail=False) does, without its warnings.
+            return {"raise_on_nonfinite": False}
     ```
     """
 
@@ -73,6 +90,20 @@ class StepCallback(RunCallback):
         """
         del model
         return []
+
+    def step_options(self, model):
+        """What the traced train step of a `SlimModel` needs from this
+        callback: `StepOptions` fields, asked for once per `fit` after
+        every callback's `on_train_begin` (see the class docstring).
+
+        Args:
+            model: The model being fitted.
+
+        Returns:
+            A dict of field name to value (`{}`: nothing).
+        """
+        del model
+        return {}
 
     def on_train_batch_begin(self, batch, logs=None):
         if self.counter.step is None:

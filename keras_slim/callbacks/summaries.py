@@ -154,6 +154,7 @@ class Summaries(StepCallback):
             "activations", activations
         )
         self._writer = None
+        self._in_step = None
 
     def _check_model(self):
         need = [n for n in ("gradients", "activations") if getattr(self, n)]
@@ -189,16 +190,18 @@ class Summaries(StepCallback):
                 "logdir", self.logdir, what="summaries", create=False
             )
         self._loss = StepLoss(self.model, self._run)
+        # The train function traces the hook into the run's step
+        # (`step_options`).
         self._in_step = self._make_in_step()
-        # The train function traces the hook into the run's step.
-        self._run.step_summaries = self._in_step
         self._armed = False
 
     def _make_in_step(self):
         """The in-step hook, or `None` when this process writes none."""
         if not (self.gradients or self.activations):
             return None
-        several = _strategy.is_multi_worker(self.model.distribute_strategy)
+        several = _strategy.mode(
+            self.model.distribute_strategy
+        ).workers_in_lockstep
         if not self._chief and not several:
             return None
         # Under several workers every one makes the hook's variable (a
@@ -221,6 +224,21 @@ class Summaries(StepCallback):
     def step_multiples(self, model):
         every = self._trigger.every_n_steps
         return [every] if every else []
+
+    def step_options(self, model):
+        """The in-step hook writing gradients and activations, made in
+        `on_train_begin` where this process traces one.
+
+        Args:
+            model: The model being fitted.
+
+        Returns:
+            `{"step_summaries": hook}`, or `{}`.
+        """
+        del model
+        return (
+            {} if self._in_step is None else {"step_summaries": self._in_step}
+        )
 
     def on_first_batch(self, step):
         self._trigger.reset(step)
@@ -283,8 +301,6 @@ class Summaries(StepCallback):
         self._last = (step, now)
 
     def on_train_end(self, logs=None):
-        if self._in_step is not None:
-            self._run.step_summaries = None
-            self._in_step = None
+        self._in_step = None
         if self._writer is not None:
             self._writer.flush()
