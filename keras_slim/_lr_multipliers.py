@@ -20,6 +20,7 @@ this with scaling each update afterwards.
 
 import contextlib
 import threading
+import weakref
 
 import tensorflow as tf
 
@@ -116,6 +117,10 @@ def _weight_decay(state):
     return make
 
 
+# One `_Scaling` per optimizer instance, for the optimizer's life.
+_STATES = weakref.WeakKeyDictionary()
+
+
 def install(optimizer):
     """Lets `scaled()` scale `optimizer`'s learning rate per variable.
 
@@ -128,13 +133,13 @@ def install(optimizer):
         The optimizer's `_Scaling` state.
     """
     inner = _inner(optimizer)
-    state = vars(inner).get("_keras_slim_lr_scaling")
+    state = _STATES.get(inner)
     if state is None:
         state = _Scaling(inner)
         _keras.replace_update_step(inner, _update_step(state))
         _keras.replace_weight_decay(inner, _weight_decay(state))
-        # Bypass trackable __setattr__: this is no state to checkpoint.
-        vars(inner)["_keras_slim_lr_scaling"] = state
+        # Kept beside the optimizer, not on it: no state to checkpoint.
+        _STATES[inner] = state
     return state
 
 
