@@ -18,6 +18,7 @@ import threading
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _loss_scale
 
 _LOCK = threading.Lock()
 
@@ -197,6 +198,9 @@ def apply_gradients(
     error=None,
     skipped=None,
     deferred=False,
+    *,
+    loss_finite=None,
+    overflows=None,
 ):
     """Applies summed gradients; when `finite` is given, only if it is True.
 
@@ -209,6 +213,14 @@ def apply_gradients(
     `finite` applies nothing and advances nothing: the caller fails the
     step on the verdict it returns (`fail_on_verdict`).
 
+    Under a `LossScaleOptimizer` (`loss_finite` given), `finite` is checked
+    here only: the optimizer's own check does not run again. A finite
+    loss with a non-finite gradient is an overflow of the loss scale, not
+    a failure: the step is skipped whatever `error` says (no variable but
+    the scale, its growth counter and `iterations` changes), the scale is
+    halved, and the step is recorded in `overflows` (and in `skipped`).
+    The assertion (and `deferred`) then only covers a non-finite loss.
+
     Args:
         optimizer: The model's Keras optimizer.
         grads: Gradients already summed across replicas.
@@ -219,29 +231,56 @@ def apply_gradients(
         skipped: Optional `SkippedSteps` recording the steps skipped.
         deferred: Whether the failing check is deferred (see above).
             Defaults to `False`.
+        loss_finite: Under a `LossScaleOptimizer`, the scalar boolean
+            tensor: whether the loss is finite; else `None`.
+            Defaults to `None`.
+        overflows: Optional `SkippedSteps` recording the overflows.
+            Defaults to `None`.
     """
     variables = list(variables)
+    scaled = _loss_scale.dynamic(optimizer) if loss_finite is not None else None
 
     def apply(grads):
         with presummed(optimizer):
-            optimizer.apply(list(grads), variables)
+            if scaled is None:
+                optimizer.apply(list(grads), variables)
+            else:
+                _loss_scale.apply_unscaled(scaled, list(grads), variables)
 
-    def skip():
+    def skip_step(record):
+        optimizer.iterations.assign_add(1)
+        for counter in record:
+            counter.record(tf.convert_to_tensor(optimizer.iterations))
+
+    def nan_skip():
         if error is not None or deferred:
             return  # the step fails: it is not a step
-        optimizer.iterations.assign_add(1)
-        if skipped is not None:
-            skipped.record(tf.convert_to_tensor(optimizer.iterations))
+        skip_step([s for s in (skipped,) if s is not None])
+
+    def overflow():
+        _loss_scale.lower(scaled)
+        skip_step([s for s in (skipped, overflows) if s is not None])
+
+    def skip(loss_finite=loss_finite):
+        if scaled is None:
+            nan_skip()
+        else:
+            tf.cond(loss_finite, overflow, nan_skip)
 
     if finite is None:
         apply(grads)
         return
+    checked = finite if scaled is None else loss_finite
     no_merge_call = _keras.strategy_supports_no_merge_call()
     if deferred:
         error = None  # asserted by the caller, outside XLA
-    if error is not None and no_merge_call:
+    if error is not None and no_merge_call and scaled is None:
         with tf.control_dependencies([_assert(finite, error)]):
             apply(grads)
+        return
+    if error is not None and no_merge_call:
+        with tf.control_dependencies([_assert(checked, error)]):
+            tf.cond(finite, lambda: apply(grads), skip)
         return
     if no_merge_call:
         tf.cond(finite, lambda: apply(grads), skip)
@@ -249,10 +288,10 @@ def apply_gradients(
         with presummed(optimizer):
             tf.distribute.get_replica_context().merge_call(
                 functools.partial(_gated, apply=apply, skip=skip),
-                args=(finite, grads),
+                args=(finite, grads, loss_finite),
             )
     if error is not None:
-        _assert(finite, error)
+        _assert(checked, error)
 
 
 def _assert(condition, data):
@@ -265,14 +304,16 @@ def _assert(condition, data):
     )
 
 
-def _gated(distribution, finite, grads, apply, skip):
+def _gated(distribution, finite, grads, loss_finite, apply, skip):
     """Cross-replica `cond`, as Keras's `LossScaleOptimizer._tf_apply`."""
-    # Every replica holds the same value: the loss was all-reduced.
+    # Every replica holds the same values: they were all-reduced.
     finite = distribution.experimental_local_results(finite)[0]
+    if loss_finite is not None:
+        loss_finite = distribution.experimental_local_results(loss_finite)[0]
     tf.cond(
         finite,
         lambda: distribution.extended.call_for_each_replica(
             apply, args=(grads,)
         ),
-        skip,
+        lambda: skip(loss_finite),
     )

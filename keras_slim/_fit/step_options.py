@@ -24,12 +24,16 @@ class StepOptions:
         defer_check: Whether the step is XLA-compiled, which compiles an
             `Assert` away: the step then returns its numeric verdict and
             the loop around it fails the step (`keras_slim/_optimizer.py`).
+        overflow_steps: Under a `LossScaleOptimizer`, the `SkippedSteps`
+            counting the steps skipped for a loss-scale overflow (a finite
+            loss with a non-finite gradient); else `None`.
     """
 
     raise_on_nonfinite: bool = True
     step_summaries: object = None
     skipped_steps: object = None
     defer_check: bool = False
+    overflow_steps: object = None
 
 
 #: A step outside keras_slim's `fit` (`keras.Model.fit` called directly).

@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _loss_scale
 from keras_slim import _strategy
 from keras_slim._fit import input_cache
 from keras_slim._fit import loops
@@ -132,6 +133,7 @@ class TrainFunction:
         self._compiled = {}
         self._built = False
         self._skipped = None
+        self._overflow_steps = None
         self._run = None
         self._current = None
         #: The last input a fit prepared, for the next fit on it.
@@ -173,6 +175,13 @@ class TrainFunction:
             return step_options.DEFAULT
         return self._current.options
 
+    @property
+    def overflow_steps(self):
+        """The `SkippedSteps` of loss-scale overflows (under a
+        `LossScaleOptimizer`, once a step ran; else `None`): the current
+        or last run's, kept after it ends."""
+        return self._overflow_steps
+
     def _options(self):
         run = self._run
         model = self._model
@@ -184,7 +193,9 @@ class TrainFunction:
             and not _strategy.is_parameter_server(model.distribute_strategy)
         )
         if run is None:
-            return step_options.StepOptions(defer_check=xla)
+            return step_options.StepOptions(
+                defer_check=xla, overflow_steps=self._overflows(reset=False)
+            )
         if not run.raise_on_nonfinite and run.skipped_steps is None:
             if self._skipped is None:
                 self._skipped = skipped_lib.SkippedSteps(
@@ -197,7 +208,22 @@ class TrainFunction:
             step_summaries=run.step_summaries,
             skipped_steps=run.skipped_steps,
             defer_check=xla and run.raise_on_nonfinite,
+            overflow_steps=self._overflows(reset=True),
         )
+
+    def _overflows(self, *, reset):
+        """The `SkippedSteps` of loss-scale overflows under a
+        `LossScaleOptimizer` (made once, restarted from zero by each run
+        when `reset`), else `None`."""
+        if _loss_scale.dynamic(self._model.optimizer) is None:
+            return None
+        if self._overflow_steps is None:
+            self._overflow_steps = skipped_lib.SkippedSteps(
+                self._model.distribute_strategy
+            )
+        elif reset:
+            self._overflow_steps.reset()
+        return self._overflow_steps
 
     def __call__(self, iterator):
         try:
