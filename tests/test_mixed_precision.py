@@ -16,8 +16,11 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
+from keras_slim import _loss_scale
 from keras_slim import _optimizer
 from keras_slim.deployment import mirrored_strategy
+from keras_slim.image import _task
+from keras_slim.image import train_image_classifier as cli
 from tests.helpers import classification_data
 from tests.helpers import compile_model
 from tests.helpers import max_abs_diff
@@ -253,3 +256,83 @@ def test_a_resumed_run_equals_a_straight_run(tmp_path):
     # The run did overflow, and its scale moved both ways.
     assert straight.train_function.overflow_steps.read()[0] >= 1
     assert float(first[scales[0]]) != 2.0**24
+
+
+def test_the_loss_scale_moves_as_keras_moves_it():
+    """`_loss_scale` against Keras's own `LossScaleOptimizer.apply`: the
+    same gradients (finite, finite, finite, then an overflow) leave the
+    same variables, slots, scale and growth counter."""
+    variables = {}
+    optimizers = {}
+    for kind in ("keras", "ours"):
+        variables[kind] = [keras.Variable(np.ones(3, "float32"))]
+        optimizers[kind] = keras.optimizers.LossScaleOptimizer(
+            keras.optimizers.SGD(0.1, momentum=0.9),
+            initial_scale=8.0,
+            dynamic_growth_steps=2,
+        )
+        optimizers[kind].build(variables[kind])
+    for grad in ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [3.0, 1.0, 0.0]):
+        grads = [tf.constant(grad) * optimizers["keras"].dynamic_scale]
+        optimizers["keras"].apply(grads, variables["keras"])
+        _loss_scale.apply_unscaled(optimizers["ours"], grads, variables["ours"])
+    optimizers["keras"].apply([tf.constant([np.inf, 0, 0])], variables["keras"])
+    _loss_scale.lower(optimizers["ours"])
+    ours, theirs = optimizers["ours"], optimizers["keras"]
+    assert float(theirs.dynamic_scale.numpy()) == 8.0
+    assert [v.numpy().tolist() for v in ours.variables] == [
+        v.numpy().tolist() for v in theirs.variables
+    ]
+    assert max_abs_diff(variables["ours"], variables["keras"]) == 0.0
+
+
+def test_the_command_flag_parses_and_refuses_other_values(capsys):
+    parser = cli.parser()
+    assert parser.parse_args([]).mixed_precision is None
+    for name in POLICIES:
+        flags = parser.parse_args([f"--mixed_precision={name}"])
+        assert flags.mixed_precision == name
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--mixed_precision=float16"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "--mixed_precision" in error and "float16" in error
+    assert "mixed_float16" in error and "mixed_bfloat16" in error
+
+
+@pytest.mark.parametrize("dtype", POLICIES)
+def test_the_commands_net_trains_with_float32_batch_norm(dtype, tmp_path):
+    """The net `keras-slim-train --mixed_precision` builds (the default
+    digits CNN, with batch norm): float32 variables, 16-bit compute, a loss
+    scale under float16 only; its steps update the moving statistics; the
+    global policy is float32 again after the build."""
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(16, 8, 8, 1)).astype("float32")
+    labels = np.eye(10, dtype="float32")[rng.integers(0, 10, 16)]
+    parser = cli.parser()
+    flags = parser.parse_args(
+        ["--train_dir", str(tmp_path), "--task", "0"]
+        + ["--optimizer", "sgd", f"--mixed_precision={dtype}"]
+    )
+    cli._check(parser, flags)
+    task = _task.Task("digits_cnn", 8, "digits", 10, 16, None, 1)
+    with cli._dtype_policy(flags.mixed_precision):
+        model = cli._build(flags, task)
+    assert keras.mixed_precision.global_policy().name == "float32"
+    assert {v.dtype for v in model.variables} == {"float32"}
+    norms = [
+        layer
+        for layer in model.layers
+        if isinstance(layer, keras.layers.BatchNormalization)
+    ]
+    assert norms and all(n.compute_dtype == dtype[6:] for n in norms)
+    scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert scaled == (dtype == "mixed_float16")
+    before = [
+        v.numpy().copy() for n in norms for v in n.non_trainable_variables
+    ]
+    model.fit(images, labels, batch_size=8, epochs=1, verbose=0)
+    after = [v.numpy() for n in norms for v in n.non_trainable_variables]
+    assert all(np.isfinite(v).all() for v in after)
+    assert max_abs_diff(before, after) > 0.0
+    assert int(model.optimizer.iterations.numpy()) == 2

@@ -49,6 +49,13 @@ class NanLossGuard(RunCallback):
       (with `repeat()`ed data, as TF-Slim read it, there is one); else the
       error stops training.
 
+    Under a loss scale (`mixed_float16`'s `LossScaleOptimizer`), a
+    `SlimModel` step whose summed gradient overflows under a finite loss
+    is skipped and the scale halved, whatever `fail` says: the guard logs
+    those overflows at INFO (at the first, then at most once a minute, and
+    at the end, with the scale), and with `fail=False` counts them among
+    the skipped steps.
+
     `keras_slim.callbacks.Checkpoints` never writes a state with a
     non-finite variable, nor, for a model without the step's check, a
     state after a non-finite loss was applied, whatever the order of the
