@@ -6,8 +6,11 @@ with that sum switched off (`presummed`). The step is gated on a finite
 loss and gradient (`numeric_check`, `apply_gradients`): a failing step
 asserts, or is skipped as Keras's `LossScaleOptimizer` skips one (still
 advancing `iterations`); under XLA the check is deferred to the loop
-around the compiled step (`verdict`, `fail_on_verdict`). docs/design.md
-("The train step", "The numeric check and XLA") says why; the internals
+around the compiled step (`verdict`, `fail_on_verdict`). Under a
+`LossScaleOptimizer` that gate is the only check, and a finite loss with
+a non-finite gradient is an overflow that skips the step and lowers the
+scale (`keras_slim/_loss_scale.py`). docs/design.md ("The train step",
+"Mixed precision", "The numeric check and XLA") says why; the internals
 used are in `keras_slim/_keras.py`.
 """
 
@@ -166,8 +169,7 @@ def numeric_check(loss, squares=None):
     Args:
         loss: The scalar loss, summed across replicas.
         squares: The float32 vector of the gradients' squared norms, or
-            `None` to check the loss only (under a `LossScaleOptimizer`,
-            which handles its own overflows).
+            `None` to check the loss only (no gradient to check).
             Defaults to `None`.
 
     Returns:
