@@ -6,8 +6,11 @@ with that sum switched off (`presummed`). The step is gated on a finite
 loss and gradient (`numeric_check`, `apply_gradients`): a failing step
 asserts, or is skipped as Keras's `LossScaleOptimizer` skips one (still
 advancing `iterations`); under XLA the check is deferred to the loop
-around the compiled step (`verdict`, `fail_on_verdict`). docs/design.md
-("The train step", "The numeric check and XLA") says why; the internals
+around the compiled step (`verdict`, `fail_on_verdict`). Under a
+`LossScaleOptimizer` that gate is the only check, and a finite loss with
+a non-finite gradient is an overflow that skips the step and lowers the
+scale (`keras_slim/_loss_scale.py`). docs/design.md ("The train step",
+"Mixed precision", "The numeric check and XLA") says why; the internals
 used are in `keras_slim/_keras.py`.
 """
 
@@ -19,6 +22,7 @@ import tensorflow as tf
 
 from keras_slim import _accumulation
 from keras_slim import _keras
+from keras_slim import _loss_scale
 
 _LOCK = threading.Lock()
 
@@ -169,8 +173,7 @@ def numeric_check(loss, squares=None):
     Args:
         loss: The scalar loss, summed across replicas.
         squares: The float32 vector of the gradients' squared norms, or
-            `None` to check the loss only (under a `LossScaleOptimizer`,
-            which handles its own overflows).
+            `None` to check the loss only (no gradient to check).
             Defaults to `None`.
 
     Returns:
@@ -201,6 +204,9 @@ def apply_gradients(
     error=None,
     skipped=None,
     deferred=False,
+    *,
+    loss_finite=None,
+    overflows=None,
 ):
     """Applies summed gradients; when `finite` is given, only if it is True.
 
@@ -213,6 +219,14 @@ def apply_gradients(
     `finite` applies nothing and advances nothing: the caller fails the
     step on the verdict it returns (`fail_on_verdict`).
 
+    Under a `LossScaleOptimizer` (`loss_finite` given), `finite` is checked
+    here only: the optimizer's own check does not run again. A finite
+    loss with a non-finite gradient is an overflow of the loss scale, not
+    a failure: the step is skipped whatever `error` says (no variable but
+    the scale, its growth counter and `iterations` changes), the scale is
+    halved, and the step is recorded in `overflows` (and in `skipped`).
+    The assertion (and `deferred`) then only covers a non-finite loss.
+
     Args:
         optimizer: The model's Keras optimizer.
         grads: Gradients already summed across replicas.
@@ -223,31 +237,58 @@ def apply_gradients(
         skipped: Optional `SkippedSteps` recording the steps skipped.
         deferred: Whether the failing check is deferred (see above).
             Defaults to `False`.
+        loss_finite: Under a `LossScaleOptimizer`, the scalar boolean
+            tensor: whether the loss is finite; else `None`.
+            Defaults to `None`.
+        overflows: Optional `SkippedSteps` recording the overflows.
+            Defaults to `None`.
     """
     variables = list(variables)
+    scaled = _loss_scale.dynamic(optimizer) if loss_finite is not None else None
 
     def apply(grads):
         with presummed(optimizer):
-            optimizer.apply(list(grads), variables)
+            if scaled is None:
+                optimizer.apply(list(grads), variables)
+            else:
+                _loss_scale.apply_unscaled(scaled, list(grads), variables)
 
-    def skip():
-        if error is not None or deferred:
-            return  # the step fails: it is not a step
+    def skip_step(record):
         # The micro-steps' count: `iterations` is its quotient when
         # Keras's `gradient_accumulation_steps` is set.
         _keras.micro_step_counter(optimizer).assign_add(1)
-        if skipped is not None:
-            skipped.record(tf.convert_to_tensor(optimizer.iterations))
+        for counter in record:
+            counter.record(tf.convert_to_tensor(optimizer.iterations))
+
+    def nan_skip():
+        if error is not None or deferred:
+            return  # the step fails: it is not a step
+        skip_step([s for s in (skipped,) if s is not None])
+
+    def overflow():
+        _loss_scale.lower(scaled)
+        skip_step([s for s in (skipped, overflows) if s is not None])
+
+    def skip(loss_finite=loss_finite):
+        if scaled is None:
+            nan_skip()
+        else:
+            tf.cond(loss_finite, overflow, nan_skip)
 
     if finite is None:
         apply(grads)
         return
+    checked = finite if scaled is None else loss_finite
     no_merge_call = _keras.strategy_supports_no_merge_call()
     if deferred:
         error = None  # asserted by the caller, outside XLA
-    if error is not None and no_merge_call:
+    if error is not None and no_merge_call and scaled is None:
         with tf.control_dependencies([_assert(finite, error)]):
             apply(grads)
+        return
+    if error is not None and no_merge_call:
+        with tf.control_dependencies([_assert(checked, error)]):
+            tf.cond(finite, lambda: apply(grads), skip)
         return
     if no_merge_call:
         tf.cond(finite, lambda: apply(grads), skip)
@@ -255,10 +296,10 @@ def apply_gradients(
         with presummed(optimizer):
             tf.distribute.get_replica_context().merge_call(
                 functools.partial(_gated, apply=apply, skip=skip),
-                args=(finite, grads),
+                args=(finite, grads, loss_finite),
             )
     if error is not None:
-        _assert(finite, error)
+        _assert(checked, error)
 
 
 def _assert(condition, data):
@@ -271,14 +312,16 @@ def _assert(condition, data):
     )
 
 
-def _gated(distribution, finite, grads, apply, skip):
+def _gated(distribution, finite, grads, loss_finite, apply, skip):
     """Cross-replica `cond`, as Keras's `LossScaleOptimizer._tf_apply`."""
-    # Every replica holds the same value: the loss was all-reduced.
+    # Every replica holds the same values: they were all-reduced.
     finite = distribution.experimental_local_results(finite)[0]
+    if loss_finite is not None:
+        loss_finite = distribution.experimental_local_results(loss_finite)[0]
     tf.cond(
         finite,
         lambda: distribution.extended.call_for_each_replica(
             apply, args=(grads,)
         ),
-        skip,
+        lambda: skip(loss_finite),
     )

@@ -22,6 +22,7 @@ import tensorflow as tf
 from keras_slim import _accumulation
 from keras_slim import _fit
 from keras_slim import _keras
+from keras_slim import _loss_scale
 from keras_slim import _lr_multipliers
 from keras_slim import _optimizer
 from keras_slim import _strategy
@@ -33,14 +34,18 @@ __all__ = ["SlimModel", "wrap"]
 
 
 class _Gate(
-    collections.namedtuple("_Gate", "finite error squares raises verdict")
+    collections.namedtuple(
+        "_Gate", "finite error squares raises verdict loss_finite"
+    )
 ):
     """A step's numeric verdict: `finite` (a boolean tensor, or `None`
     without a check), the assertion's `error` data when a non-finite step
     fails (`None` when it is skipped), the gradients' squared norms the
-    clip stage reuses, whether the run raises on a non-finite step, and
-    the verdict the step returns when XLA compiles it (`None` otherwise;
-    `keras_slim/_optimizer.py`)."""
+    clip stage reuses, whether the run raises on a non-finite step, the
+    verdict the step returns when XLA compiles it (`None` otherwise;
+    `keras_slim/_optimizer.py`), and, under a dynamic loss scale, whether
+    the loss alone is finite (a finite loss with a non-finite gradient is
+    an overflow; `None` otherwise)."""
 
 
 def _check_jit_compile(model):
@@ -303,7 +308,10 @@ class SlimModel(keras.Model):
             self._track_loss(loss, _batch_size(x), finite, raises)
         else:
             gate = self._gate(plan, grads, total_loss, options)
-            self._track_loss(loss, _batch_size(x), gate.finite, gate.raises)
+            tracked = gate.finite
+            if gate.loss_finite is not None:
+                tracked = gate.loss_finite
+            self._track_loss(loss, _batch_size(x), tracked, gate.raises)
             self._apply_summed(
                 grads, plan, options, gate, x=x, activations=activations
             )
@@ -440,22 +448,34 @@ class SlimModel(keras.Model):
         return _strategy.mode(self.distribute_strategy).records_step_losses
 
     def _gate(self, plan, grads, total_loss, options):
-        """The step's numeric check on summed gradients (see `_Gate`)."""
+        """The step's numeric check on summed gradients (see `_Gate`).
+
+        Once, on the sum: the same verdict on every replica. Under a
+        `LossScaleOptimizer` the gradients still carry the loss scale;
+        this check is the only one (see `_optimizer.apply_gradients`).
+        """
         raises = options.raise_on_nonfinite
         if not plan.check_numerics:
-            return _Gate(None, None, None, raises, None)
-        # Once, on the sum: the same verdict on every replica. A
-        # LossScaleOptimizer handles its own gradient overflows.
+            return _Gate(None, None, None, raises, None, None)
         squares = None
         present = [g for g in grads if g is not None]
-        if present and not hasattr(self.optimizer, "inner_optimizer"):
+        if present:
             squares = gradients_lib.squared_norms(present)
         finite, error = _optimizer.numeric_check(total_loss, squares)
+        loss_finite = None
+        if _loss_scale.dynamic(self.optimizer) is not None:
+            loss_finite = tf.math.is_finite(total_loss)
         verdict = None
         if raises and options.defer_check:
-            verdict = _optimizer.verdict(finite, error)
+            checked = finite if loss_finite is None else loss_finite
+            verdict = _optimizer.verdict(checked, error)
         return _Gate(
-            finite, error if raises else None, squares, raises, verdict
+            finite,
+            error if raises else None,
+            squares,
+            raises,
+            verdict,
+            loss_finite,
         )
 
     def _apply_summed(self, grads, plan, options, gate, *, x, activations):
@@ -478,6 +498,8 @@ class SlimModel(keras.Model):
                 gate.error,
                 options.skipped_steps,
                 deferred=gate.verdict is not None,
+                loss_finite=gate.loss_finite,
+                overflows=options.overflow_steps,
             )
 
     def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):

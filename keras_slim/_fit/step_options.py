@@ -34,12 +34,17 @@ class StepOptions:
             `Assert` away: the step then returns its numeric verdict and
             the loop around it fails the step (`keras_slim/_optimizer.py`).
             Set by the train function.
+        overflow_steps: Under a `LossScaleOptimizer`, the `SkippedSteps`
+            counting the steps skipped for a loss-scale overflow (a finite
+            loss with a non-finite gradient); else `None`. Set by the
+            train function.
     """
 
     raise_on_nonfinite: bool = True
     step_summaries: object = None
     skipped_steps: object = dataclasses.field(default=None, metadata=_OWNED)
     defer_check: bool = dataclasses.field(default=False, metadata=_OWNED)
+    overflow_steps: object = dataclasses.field(default=None, metadata=_OWNED)
 
 
 #: A step outside keras_slim's `fit` (`keras.Model.fit` called directly).

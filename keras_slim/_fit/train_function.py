@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _loss_scale
 from keras_slim import _strategy
 from keras_slim._fit import input_cache
 from keras_slim._fit import loops
@@ -135,6 +136,7 @@ class TrainFunction:
         self._compiled = {}
         self._built = False
         self._skipped = None
+        self._overflow_steps = None
         self._run = None
         self._current = None
         #: The last input a fit prepared, for the next fit on it.
@@ -174,7 +176,11 @@ class TrainFunction:
         """
         if self._current is None:
             run = self._run
-            options = self._options() if run is None else run.step_options
+            options = (
+                self._options(new_run=False)
+                if run is None
+                else run.step_options
+            )
             self._current = self._functions(options)
         return self._current
 
@@ -186,9 +192,17 @@ class TrainFunction:
             return step_options.DEFAULT
         return self._current.options
 
-    def _options(self, callbacks=()):
+    @property
+    def overflow_steps(self):
+        """The `SkippedSteps` of loss-scale overflows (under a
+        `LossScaleOptimizer`, once a step ran; else `None`): the current
+        or last run's, kept after it ends."""
+        return self._overflow_steps
+
+    def _options(self, callbacks=(), *, new_run=True):
         """The step options the callbacks declare, with the train
-        function's own: the skipped steps' counter, XLA's deferred check.
+        function's own: the skipped steps' and overflows' counters, XLA's
+        deferred check.
         Called once per run."""
         model = self._model
         # XLA compiles keras_slim's loops' step (`loops.step_on_data`),
@@ -213,7 +227,22 @@ class TrainFunction:
             options,
             skipped_steps=skipped,
             defer_check=xla and options.raise_on_nonfinite,
+            overflow_steps=self._overflows(reset=new_run),
         )
+
+    def _overflows(self, *, reset):
+        """The `SkippedSteps` of loss-scale overflows under a
+        `LossScaleOptimizer` (made once, restarted from zero by each run
+        when `reset`), else `None`."""
+        if _loss_scale.dynamic(self._model.optimizer) is None:
+            return None
+        if self._overflow_steps is None:
+            self._overflow_steps = skipped_lib.SkippedSteps(
+                self._model.distribute_strategy
+            )
+        elif reset:
+            self._overflow_steps.reset()
+        return self._overflow_steps
 
     def __call__(self, iterator):
         try:

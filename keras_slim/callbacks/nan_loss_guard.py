@@ -49,6 +49,13 @@ class NanLossGuard(RunCallback):
       (with `repeat()`ed data, as TF-Slim read it, there is one); else the
       error stops training.
 
+    Under a loss scale (`mixed_float16`'s `LossScaleOptimizer`), a
+    `SlimModel` step whose summed gradient overflows under a finite loss
+    is skipped and the scale halved, whatever `fail` says: the guard logs
+    those overflows at INFO (at the first, then at most once a minute, and
+    at the end, with the scale), and with `fail=False` counts them among
+    the skipped steps.
+
     `keras_slim.callbacks.Checkpoints` never writes a state with a
     non-finite variable, nor, for a model without the step's check, a
     state after a non-finite loss was applied, whatever the order of the
@@ -95,6 +102,8 @@ class NanLossGuard(RunCallback):
         super().on_train_begin(logs)
         self._reported = 0
         self._warned_at = None
+        self._overflows_reported = 0
+        self._overflows_logged_at = None
         self._checked = not self.rollback
         if self.rollback:
             if not isinstance(self.model, SlimModel):
@@ -167,6 +176,7 @@ class NanLossGuard(RunCallback):
         return None if options is None else options.skipped_steps
 
     def on_train_batch_end(self, batch, logs=None):
+        self._report_overflows(final=False)
         skipped = self._skipped_steps()
         if skipped is not None:
             self._report_skipped(skipped, final=False)
@@ -190,32 +200,73 @@ class NanLossGuard(RunCallback):
             self._warned = True
 
     def on_train_end(self, logs=None):
+        self._report_overflows(final=True)
         skipped = self._skipped_steps()
         if skipped is not None:
             self._report_skipped(skipped, final=True)
 
+    def _due(self, final, logged_at):
+        return (
+            final
+            or logged_at is None
+            or self._clock() - logged_at >= self.WARN_EVERY_SECS
+        )
+
+    def _overflow_steps(self):
+        """The run's count of loss-scale overflows, or `None` (no
+        `LossScaleOptimizer`, or not a `SlimModel`)."""
+        options = self._run.step_options
+        return None if options is None else options.overflow_steps
+
+    def _report_overflows(self, final):
+        """Logs (INFO) the steps skipped for a loss-scale overflow, at the
+        first, then at most once per `WARN_EVERY_SECS`, and at the end."""
+        overflows = self._overflow_steps()
+        if overflows is None:
+            return
+        count, first, last = overflows.read()
+        if count <= self._overflows_reported:
+            return
+        if not self._due(final, self._overflows_logged_at):
+            return
+        logger.info(
+            "%d step%s skipped so far for a float16 loss-scale overflow "
+            "(first at global step %d, last at %d): no variable changed "
+            "at those steps but the loss scale, now %g; the global step "
+            "advanced and training goes on.",
+            count,
+            "" if count == 1 else "s",
+            first,
+            last,
+            float(self.model.optimizer.dynamic_scale.numpy()),
+        )
+        self._overflows_reported = count
+        self._overflows_logged_at = self._clock()
+
     def _report_skipped(self, skipped, final):
-        """Warns about skipped steps: at the first, then at most once per
+        """Warns about steps skipped for a non-finite loss or gradient
+        (overflows aside): at the first, then at most once per
         `WARN_EVERY_SECS`, and at the end if some were not reported."""
         count, first, last = skipped.read()
-        if count <= self._reported:
+        overflows = self._overflow_steps()
+        overflow_count = overflows.read()[0] if overflows is not None else 0
+        if count - overflow_count <= self._reported:
             return
-        now = self._clock()
-        due = (
-            final
-            or self._warned_at is None
-            or now - self._warned_at >= self.WARN_EVERY_SECS
-        )
-        if not due:
+        if not self._due(final, self._warned_at):
             return
+        of_them = ""
+        if overflows is not None:
+            of_them = f", {overflow_count} of them float16 loss-scale overflows"
         logger.warning(
-            "%d step%s skipped so far: loss or gradient not finite "
+            "%d step%s skipped so far%s: loss or gradient not finite "
             "(first at global step %d, last at %d). No variable changed at "
             "those steps; the global step advanced and training goes on "
             "(fail=False).",
             count,
             "" if count == 1 else "s",
+            of_them,
             first,
             last,
         )
-        self._reported, self._warned_at = count, now
+        self._reported = count - overflow_count
+        self._warned_at = self._clock()

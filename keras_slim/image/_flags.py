@@ -517,6 +517,26 @@ def add_quantization_flag(add, *, training):
         )
 
 
+#: The values of `--mixed_precision`: Keras's mixed dtype policies.
+MIXED_PRECISION = ("mixed_float16", "mixed_bfloat16")
+
+
+def add_precision_flag(add):
+    """Adds `--mixed_precision`: Keras's mixed dtype policy for the net.
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
+    add(
+        "mixed_precision",
+        None,
+        "Train under this Keras mixed precision policy: the layers compute "
+        "in float16 (with a dynamic loss scale) or bfloat16, the variables "
+        "stay float32. Unset: float32.",
+        choices=MIXED_PRECISION,
+    )
+
+
 #: Why `--quantize_delay` / `--quantize` are refused, and what to use.
 QUANTIZATION = (
     "quantization-aware training (tf.contrib.quantize in TF-Slim) is not "

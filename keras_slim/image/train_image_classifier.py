@@ -2,8 +2,8 @@
 
 The same flags, names and defaults as TF-Slim's script (plus
 `--gradient_multipliers`, `--learning_rate_multipliers`, `--freeze` and
-`--clip_gradient_norm` for the gradient policy, and `--labels` to train on
-some digits). The data is
+`--clip_gradient_norm` for the gradient policy, `--mixed_precision` for
+Keras's mixed precision, and `--labels` to train on some digits). The data is
 scikit-learn's 8x8 digits, shipped with the package, or a user's images
 (`--dataset_dir`: a folder of class subfolders, or TF-Slim's TFRecord
 shards; `keras_slim.image.datasets`); the network a small CNN with batch norm
@@ -30,6 +30,7 @@ a job manager reruns the command, which resumes).
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
 """
 
+import contextlib
 import logging
 import sys
 
@@ -73,6 +74,7 @@ def parser():
     _flags.add_optimization_flags(add)
     _flags.add_fine_tuning_flags(add)
     _flags.add_policy_flags(add)
+    _flags.add_precision_flag(add)
     _flags.add_model_flags(add, image_size_flag="--train_image_size")
     _flags.add_data_flags(add, training=True)
     _flags.add_quantization_flag(add, training=True)
@@ -332,6 +334,21 @@ def _train(model, data, flags, warm, config, progress):
     )
 
 
+@contextlib.contextmanager
+def _dtype_policy(name):
+    """Keras's global dtype policy `name` (`None`: unchanged) while the net
+    is built and compiled; the layers and the optimizer keep it after."""
+    if name is None:
+        yield
+        return
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(name)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(before)
+
+
 def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
@@ -347,7 +364,7 @@ def run(flags):
         image_size=flags.train_image_size,
         is_training=True,
     )
-    with strategy.scope():
+    with strategy.scope(), _dtype_policy(flags.mixed_precision):
         model = _build(flags, train)
     held_out = _held_out_task(flags) if config.is_chief else None
     data = _labelled_for(model, train.make_dataset)

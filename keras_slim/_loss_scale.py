@@ -1,0 +1,85 @@
+"""A `LossScaleOptimizer`'s dynamic loss scale, driven by the step's gate.
+
+Under `mixed_float16` Keras wraps the optimizer in a `LossScaleOptimizer`
+(`keras.Model.compile` does it), whose `apply` checks the gradients,
+skips a step that overflowed and lowers its scale. A `SlimModel` checks
+once, on the gradients summed across replicas (`SlimModel._gate`), so it
+applies through the wrapped optimizer itself and moves the scale here:
+`apply_unscaled` on a finite step (unscale, apply, grow the scale every
+`dynamic_growth_steps` finite steps), `lower` on an overflow (halve it).
+The arithmetic is Keras's (`LossScaleOptimizer._stateful_handle_finite_grads`
+and `_stateful_handle_non_finite_grads`), through public attributes only;
+docs/design.md ("Mixed precision") says why.
+"""
+
+import tensorflow as tf
+
+
+def dynamic(optimizer):
+    """Returns `optimizer` if it is a `LossScaleOptimizer`, else `None`.
+
+    Args:
+        optimizer: A Keras 3 optimizer.
+
+    Returns:
+        The optimizer when it carries a dynamic loss scale, else `None`.
+
+    Example:
+    ```python
+    dynamic(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
+    ```
+    """
+    if hasattr(optimizer, "inner_optimizer") and hasattr(
+        optimizer, "dynamic_growth_steps"
+    ):
+        return optimizer
+    return None
+
+
+def apply_unscaled(optimizer, grads, variables):
+    """Applies finite scaled gradients: unscale, apply, grow the scale.
+
+    Must run where Keras's `LossScaleOptimizer` runs its own finite branch
+    (replica context); the gradients are already summed across replicas.
+
+    Args:
+        optimizer: A built `LossScaleOptimizer`.
+        grads: The gradients, still multiplied by `optimizer.dynamic_scale`
+            (`None` entries are kept).
+        variables: The variables, one per gradient.
+    """
+    scale = optimizer.dynamic_scale
+    unscaled = [
+        g
+        if g is None or getattr(v, "overwrite_with_gradient", False)
+        else _divide(g, scale)
+        for g, v in zip(grads, variables)
+    ]
+    optimizer.inner_optimizer.apply(unscaled, variables)
+    counter = optimizer.step_counter
+
+    def grow():
+        counter.assign(0)
+        scale.assign(scale * 2.0)
+
+    def count():
+        counter.assign_add(1)
+
+    tf.cond(tf.equal(counter, optimizer.dynamic_growth_steps - 1), grow, count)
+
+
+def _divide(grad, scale):
+    if isinstance(grad, tf.IndexedSlices):
+        values = grad.values / tf.cast(scale, grad.values.dtype)
+        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
+    return grad / tf.cast(scale, grad.dtype)
+
+
+def lower(optimizer):
+    """Halves the loss scale and restarts its growth count (an overflow).
+
+    Args:
+        optimizer: A built `LossScaleOptimizer`.
+    """
+    optimizer.step_counter.assign(0)
+    optimizer.dynamic_scale.assign(optimizer.dynamic_scale * 0.5)
