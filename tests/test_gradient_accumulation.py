@@ -120,6 +120,55 @@ def test_callbacks_act_at_optimizer_steps(tmp_path, caplog):
     assert sorted(read_events(tmp_path)["loss"]) == [2, 4]
 
 
+def _logged_losses(caplog):
+    line = re.compile(r"global step (\d+): loss = ([-\d.na]+)")
+    return {
+        int(m.group(1)): float(m.group(2))
+        for r in caplog.records
+        if (m := line.match(r.getMessage()))
+    }
+
+
+def _step_losses(model, x, y, batch_size, logdir, caplog):
+    """`{step: loss}` as LogEveryNSteps logs it and as Summaries writes it,
+    every optimizer step."""
+    caplog.clear()
+    callbacks = [
+        keras_slim.callbacks.LogEveryNSteps(every_n_steps=1),
+        keras_slim.callbacks.Summaries(
+            logdir, every_n_steps=1, every_n_secs=None
+        ),
+    ]
+    _fit(model, x, y, batch_size, callbacks=callbacks, epochs=2)
+    written = read_events(logdir)["loss"]
+    return _logged_losses(caplog), {s: float(v) for s, v in written.items()}
+
+
+# One call per micro-batch (each step spans k calls), two (steps end
+# mid-call), and "auto" (calls of whole steps).
+@pytest.mark.parametrize("steps_per_execution", [1, 2, "auto"])
+def test_logs_and_summaries_give_the_loss_of_the_optimizer_step(
+    tmp_path, caplog, steps_per_execution
+):
+    caplog.set_level(logging.INFO, logger="keras_slim")
+    x, y = classification_data(96)
+    model = _model("adam", k=3)
+    model.compile(
+        optimizer=model.optimizer,
+        loss=model.loss,
+        steps_per_execution=steps_per_execution,
+    )
+    logged, written = _step_losses(model, x, y, 16, tmp_path / "k", caplog)
+    reference = _model("adam")
+    expected, _ = _step_losses(reference, x, y, 48, tmp_path / "one", caplog)
+    # 4 decimals in the log line; the summaries hold the float.
+    assert sorted(logged) == sorted(written) == [1, 2, 3, 4]
+    reference_written = read_events(tmp_path / "one")["loss"]
+    for step, loss in written.items():
+        assert abs(loss - float(reference_written[step])) < 1e-5
+        assert abs(logged[step] - expected[step]) < 1e-4 + 1e-9
+
+
 def test_auto_steps_per_call_end_on_optimizer_steps(tmp_path):
     x, y = classification_data(16 * 24)
     model = _model("adam", k=3)

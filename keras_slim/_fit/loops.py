@@ -15,6 +15,7 @@ docs/design.md ("Private Keras internals", "Steps per call") says why.
 import keras
 import tensorflow as tf
 
+from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _optimizer
 from keras_slim import _strategy
@@ -44,7 +45,12 @@ def reduce_step_outputs(outputs, strategy):
 
 
 def _tracker_state(model):
-    """The loss tracker's `[total, count]`, as a float32 vector."""
+    """The loss tracker's `[total, count]`, as a float32 vector; under
+    gradient accumulation, the last optimizer step's `[total, count,
+    ended]` (`_accumulation.StepLossMean.state`)."""
+    step_loss = _accumulation.step_loss(model)
+    if step_loss is not None:
+        return step_loss.state(model.optimizer)
     tracker = _keras.loss_tracker(model)
     return tf.cast(
         tf.stack(

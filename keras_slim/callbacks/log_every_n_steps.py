@@ -91,7 +91,7 @@ class LogEveryNSteps(StepCallback):
             return
         step = self.counter.sync()
         sec_per_step = self._sec_per_step(step)
-        if examples:
+        if examples and not self._loss.of_one_step:
             examples /= self.steps_in_batch(batch)
         self._log(step, loss, sec_per_step, examples)
 
