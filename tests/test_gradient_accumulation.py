@@ -6,6 +6,7 @@ their mean; under `MirroredStrategy` the same holds for `N` clones. The
 reference is always an independent run without accumulation.
 """
 
+import json
 import logging
 import re
 
@@ -167,6 +168,24 @@ def test_logs_and_summaries_give_the_loss_of_the_optimizer_step(
     for step, loss in written.items():
         assert abs(loss - float(reference_written[step])) < 1e-5
         assert abs(logged[step] - expected[step]) < 1e-4 + 1e-9
+
+
+def test_a_trace_of_a_step_covers_its_micro_batches(tmp_path):
+    # One micro-batch per call: step 1 is the calls of batches 2 and 3.
+    x, y = classification_data(64)
+    model = _model("adam", k=2)
+    model.compile(
+        optimizer=model.optimizer, loss=model.loss, steps_per_execution=1
+    )
+    trace = keras_slim.callbacks.Trace(tmp_path, at_steps=[1])
+    _fit(model, x, y, batch_size=8, callbacks=[trace])
+    assert trace.traces == [str(tmp_path / "tf_trace-1.json")]
+    with open(trace.traces[0]) as f:
+        events = json.load(f)["traceEvents"]
+    # Each call of the train function executes it once, eagerly.
+    call = re.compile(r"EagerLocalExecute: __inference_on_[a-z]+_\d+$")
+    calls = [e for e in events if call.match(e.get("name", ""))]
+    assert len(calls) == 2
 
 
 def test_auto_steps_per_call_end_on_optimizer_steps(tmp_path):
