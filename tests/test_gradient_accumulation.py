@@ -82,6 +82,26 @@ def test_micro_batches_equal_one_step_on_their_union(optimizer):
     assert max_abs_diff(weights(unclipped), weights(reference)) > 1e-3
 
 
+def test_lr_multipliers_with_micro_batches_equal_one_step_on_their_union():
+    # AdamW: the multipliers scale the decoupled weight decay too.
+    lr = {"lr_multipliers": {"fc1/.*": 4.0, "logits/bias": 0.5}}
+
+    def run(batch_size, policy, **kwargs):
+        model = mlp(keras_slim.GradientPolicy(**policy))
+        optimizer = keras.optimizers.AdamW(0.02, weight_decay=0.5, **kwargs)
+        compile_model(model, optimizer)
+        _fit(model, x, y, batch_size, epochs=2)
+        return model
+
+    x, y = classification_data(96)
+    accumulating = run(16, lr, gradient_accumulation_steps=3)
+    reference = run(48, lr)
+    assert max_abs_diff(weights(accumulating), weights(reference)) < 1e-5
+    # The multipliers matter: without them the reference ends elsewhere.
+    plain = run(48, {})
+    assert max_abs_diff(weights(plain), weights(reference)) > 1e-3
+
+
 def test_clones_and_micro_batches_equal_one_device(mirrored):
     # 4 clones (the suite's shared strategy) x 2 micro-batches of 16.
     x, y = classification_data(128)
