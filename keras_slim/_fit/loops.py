@@ -64,7 +64,9 @@ def _tracker_state(model):
 
 
 class Records:
-    """Each step's loss-tracker state in a call, kept in the graph.
+    """Each step's loss-tracker state in a call, kept in the graph (under
+    gradient accumulation, the last optimizer step's loss state after
+    each micro-batch: `_tracker_state`).
 
     Args:
         model: The model; nothing is recorded when `enabled` is false or
@@ -88,7 +90,8 @@ class Records:
         return records.write(step + 1, _tracker_state(self._model))
 
     def result(self, records):
-        """The `(steps + 1, 2)` tensor, or `None` if nothing was recorded."""
+        """The `(steps + 1, 2)` tensor (`(steps + 1, 3)` under gradient
+        accumulation), or `None` if nothing was recorded."""
         return records.stack() if self.enabled else None
 
 
