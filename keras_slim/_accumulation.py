@@ -13,17 +13,27 @@ with Keras's accumulation switched off:
   policy and one update, and the accumulators restart at zero.
 
 `optimizer.iterations` (micro-steps over `k`) counts updates: the global
-step. docs/design.md ("Gradient accumulation") says why.
+step. The loss of a step is the mean over its `k` micro-batches
+(`StepLossMean`), as one device's on the `k`-times batch.
+docs/design.md ("Gradient accumulation") says why.
 """
 
 import functools
 
+import keras
 import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
 
-__all__ = ["check", "install", "micro_step", "steps"]
+__all__ = [
+    "StepLossMean",
+    "check",
+    "install",
+    "micro_step",
+    "step_loss",
+    "steps",
+]
 
 
 def steps(optimizer):
@@ -37,6 +47,21 @@ def steps(optimizer):
     """
     inner = getattr(optimizer, "inner_optimizer", optimizer)
     return getattr(inner, "gradient_accumulation_steps", None) or None
+
+
+def step_loss(model):
+    """The `StepLossMean` of a `SlimModel` whose optimizer accumulates
+    (made with its train function), or `None`.
+
+    Args:
+        model: A Keras model.
+
+    Returns:
+        A `StepLossMean`, or `None`.
+    """
+    if steps(getattr(model, "optimizer", None)) is None:
+        return None
+    return getattr(model, "_step_loss", None)
 
 
 def check(model):
@@ -89,6 +114,79 @@ def install(optimizer, active):
         return
     _keras.replace_accumulating_apply(optimizer, active)
     _keras.schedule_at_optimizer_steps(optimizer)
+
+
+class StepLossMean:
+    """The loss of the optimizer step, over its `k` micro-batches.
+
+    Keras's loss tracker averages each batch's loss over the epoch; the
+    loss "of a step" that TF-Slim logged is, under accumulation, the mean
+    over the step's `k` micro-batches, weighted by their sizes: one
+    device's loss on the `k`-times batch. `update` adds a micro-batch's
+    loss in the train step (restarting at each step's first micro-batch);
+    on the `k`-th, the running mean becomes `last`, the loss of the global
+    step `optimizer.iterations`, which the host reads when it logs.
+
+    Args:
+        strategy: The model's distribution strategy: the state is
+            per-replica sums, as Keras's metrics keep.
+
+    Attributes:
+        running: A `keras.metrics.Mean` over the current step's
+            micro-batches so far.
+        last: A `keras.metrics.Mean` of the last completed step (empty
+            before the first).
+
+    Example:
+    ```python
+    mean = StepLossMean(model.distribute_strategy)
+    mean.update(optimizer, loss, batch_size)  # in the train step
+    ```
+    """
+
+    def __init__(self, strategy):
+        with strategy.scope():
+            self.running = keras.metrics.Mean(name="keras_slim_step_running")
+            self.last = keras.metrics.Mean(name="keras_slim_step_loss")
+
+    def update(self, optimizer, loss, batch_size):
+        """Adds one micro-batch's loss, before its gradients are added.
+
+        Args:
+            optimizer: The accumulating optimizer (its micro-step count
+                not yet advanced for this micro-batch).
+            loss: This replica's mean loss over its share of the batch.
+            batch_size: This replica's share of the batch.
+        """
+        k = steps(optimizer)
+        counter = _keras.micro_step_counter(optimizer)
+        starts = tf.equal(counter % k, 0)
+        ends = tf.equal((counter + 1) % k, 0)
+        size = tf.cast(batch_size, "float32")
+        added = (tf.cast(loss, "float32") * size, size)
+        for running, last, value in zip(
+            (self.running.total, self.running.count),
+            (self.last.total, self.last.count),
+            added,
+        ):
+            now = tf.where(starts, 0.0, running) + value
+            running.assign(now)
+            last.assign(tf.where(ends, now, last))
+
+    def state(self, optimizer):
+        """`[last total, last count, 1.0 if a step ended]` as float32: what
+        a multi-step call records after each micro-batch
+        (`keras_slim/_fit/loops.py`)."""
+        ended = tf.equal(
+            _keras.micro_step_counter(optimizer) % steps(optimizer), 0
+        )
+        return tf.stack(
+            [
+                tf.convert_to_tensor(self.last.total),
+                tf.convert_to_tensor(self.last.count),
+                tf.cast(ended, "float32"),
+            ]
+        )
 
 
 def micro_step(optimizer, grads, variables, *, loss, update, idle=None):

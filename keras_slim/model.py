@@ -141,6 +141,8 @@ class SlimModel(keras.Model):
             keras.Model.__init__(self, name=name, **kwargs)
         self.gradient_policy = gradient_policy
         self._policy_plan = None
+        # The loss of each optimizer step under gradient accumulation.
+        self._step_loss = None
         self._auto_steps = False
 
     @property
@@ -183,6 +185,11 @@ class SlimModel(keras.Model):
             return self.train_function
         _check_jit_compile(self)
         _accumulation.check(self)
+        if _accumulation.steps(self.optimizer) and self._step_loss is None:
+            # Kept across fits: a step may span two.
+            self._step_loss = _accumulation.StepLossMean(
+                self.distribute_strategy
+            )
         # A subclassed model may get its variables only when first traced.
         self._policy_plan = (
             self.gradient_policy.resolve(self) if self.variables else None
@@ -298,6 +305,10 @@ class SlimModel(keras.Model):
             grads, loss if plan.check_numerics else None
         )
         if _accumulation.steps(self.optimizer):
+            if self._step_loss is not None:
+                self._step_loss.update(
+                    self.optimizer, _keras.unscale_loss(loss), _batch_size(x)
+                )
             verdict = self._accumulate(
                 grads, total_loss, plan, options, x=x, activations=activations
             )

@@ -6,7 +6,9 @@ their mean; under `MirroredStrategy` the same holds for `N` clones. The
 reference is always an independent run without accumulation.
 """
 
+import json
 import logging
+import math
 import re
 
 import keras
@@ -81,16 +83,51 @@ def test_micro_batches_equal_one_step_on_their_union(optimizer):
     assert max_abs_diff(weights(unclipped), weights(reference)) > 1e-3
 
 
-def test_clones_and_micro_batches_equal_one_device(mirrored):
-    # 4 clones (the suite's shared strategy) x 2 micro-batches of 16.
+def test_lr_multipliers_with_micro_batches_equal_one_step_on_their_union():
+    # AdamW: the multipliers scale the decoupled weight decay too.
+    lr = {"lr_multipliers": {"fc1/.*": 4.0, "logits/bias": 0.5}}
+
+    def run(batch_size, policy, **kwargs):
+        model = mlp(keras_slim.GradientPolicy(**policy))
+        optimizer = keras.optimizers.AdamW(0.02, weight_decay=0.5, **kwargs)
+        compile_model(model, optimizer)
+        _fit(model, x, y, batch_size, epochs=2)
+        return model
+
+    x, y = classification_data(96)
+    accumulating = run(16, lr, gradient_accumulation_steps=3)
+    reference = run(48, lr)
+    assert max_abs_diff(weights(accumulating), weights(reference)) < 1e-5
+    # The multipliers matter: without them the reference ends elsewhere.
+    plain = run(48, {})
+    assert max_abs_diff(weights(plain), weights(reference)) > 1e-3
+
+
+def test_clones_and_micro_batches_equal_one_device(mirrored, tmp_path):
+    # 4 clones (the suite's shared strategy) x 2 micro-batches of 16; the
+    # loss of each step summarised (the step's mean, over every replica).
+    # The strategy's traces make its cost: one fit, few steps.
     x, y = classification_data(128)
+
+    def summaries(name):
+        return [
+            keras_slim.callbacks.Summaries(
+                tmp_path / name, every_n_steps=1, every_n_secs=None
+            )
+        ]
+
     accumulating = _model("sgd_momentum", k=2, strategy=mirrored)
-    history = _fit(accumulating, x, y, batch_size=16, epochs=2)
+    history = _fit(accumulating, x, y, 16, summaries("k"), epochs=2)
     reference = _model("sgd_momentum")
-    expected = _fit(reference, x, y, batch_size=32, epochs=2)
+    expected = _fit(reference, x, y, 32, summaries("one"), epochs=2)
     assert max_abs_diff(weights(accumulating), weights(reference)) < 1e-5
     np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
     assert int(accumulating.optimizer.iterations.numpy()) == 8
+    written = _summarised_losses(tmp_path / "k")
+    reference_written = _summarised_losses(tmp_path / "one")
+    assert sorted(written) == sorted(reference_written) == list(range(1, 9))
+    for step, loss in written.items():
+        assert abs(loss - reference_written[step]) < 1e-5
 
 
 def test_callbacks_act_at_optimizer_steps(tmp_path, caplog):
@@ -118,6 +155,75 @@ def test_callbacks_act_at_optimizer_steps(tmp_path, caplog):
     ]
     assert steps == [2, 4]
     assert sorted(read_events(tmp_path)["loss"]) == [2, 4]
+
+
+def _summarised_losses(logdir):
+    return {s: float(v) for s, v in read_events(logdir)["loss"].items()}
+
+
+def _logged_losses(caplog):
+    line = re.compile(r"global step (\d+): loss = ([-\d.na]+)")
+    return {
+        int(m.group(1)): float(m.group(2))
+        for r in caplog.records
+        if (m := line.match(r.getMessage()))
+    }
+
+
+def _step_losses(model, x, y, batch_size, logdir, caplog):
+    """`{step: loss}` as LogEveryNSteps logs it and as Summaries writes it,
+    every optimizer step."""
+    caplog.clear()
+    callbacks = [
+        keras_slim.callbacks.LogEveryNSteps(every_n_steps=1),
+        keras_slim.callbacks.Summaries(
+            logdir, every_n_steps=1, every_n_secs=None
+        ),
+    ]
+    _fit(model, x, y, batch_size, callbacks=callbacks, epochs=2)
+    return _logged_losses(caplog), _summarised_losses(logdir)
+
+
+# Two micro-batches per call (steps span calls and end mid-call), and
+# "auto" (calls of whole steps).
+@pytest.mark.parametrize("steps_per_execution", [2, "auto"])
+def test_logs_and_summaries_give_the_loss_of_the_optimizer_step(
+    tmp_path, caplog, steps_per_execution
+):
+    caplog.set_level(logging.INFO, logger="keras_slim")
+    x, y = classification_data(96)
+    model = _model("adam", k=3)
+    model.compile(
+        optimizer=model.optimizer,
+        loss=model.loss,
+        steps_per_execution=steps_per_execution,
+    )
+    logged, written = _step_losses(model, x, y, 16, tmp_path / "k", caplog)
+    reference = _model("adam")
+    one = _step_losses(reference, x, y, 48, tmp_path / "one", caplog)
+    assert sorted(logged) == sorted(written) == sorted(one[1]) == [1, 2, 3, 4]
+    for step, loss in written.items():
+        assert abs(loss - one[1][step]) < 1e-5
+        # The log line rounds to 4 decimals.
+        assert abs(logged[step] - one[0][step]) <= 1.01e-4
+
+
+def test_a_trace_of_a_step_covers_its_micro_batches(tmp_path):
+    # One micro-batch per call: step 1 is the calls of batches 2 and 3.
+    x, y = classification_data(64)
+    model = _model("adam", k=2)
+    model.compile(
+        optimizer=model.optimizer, loss=model.loss, steps_per_execution=1
+    )
+    trace = keras_slim.callbacks.Trace(tmp_path, at_steps=[1])
+    _fit(model, x, y, batch_size=8, callbacks=[trace])
+    assert trace.traces == [str(tmp_path / "tf_trace-1.json")]
+    with open(trace.traces[0]) as f:
+        events = json.load(f)["traceEvents"]
+    # Each call of the train function executes it once, eagerly.
+    call = re.compile(r"EagerLocalExecute: __inference_on_[a-z]+_\d+$")
+    calls = [e for e in events if call.match(e.get("name", ""))]
+    assert len(calls) == 2
 
 
 def test_auto_steps_per_call_end_on_optimizer_steps(tmp_path):
@@ -150,17 +256,31 @@ def test_nan_in_a_micro_batch_fails_the_optimizer_step():
     assert max_abs_diff(weights(model), weights(reference)) < 1e-5
 
 
-def test_nan_in_a_micro_batch_skips_the_whole_optimizer_step():
+def test_nan_in_a_micro_batch_skips_the_whole_optimizer_step(caplog):
     # Skipped: no variable changes, the accumulators restart at zero, the
-    # global step advances; as one device skips the step of that batch.
+    # global step advances, its loss is logged as nan; as one device skips
+    # the step of that batch.
+    caplog.set_level(logging.INFO, logger="keras_slim")
     x, y = classification_data(144)
     x = _with_nan(x, 48 + 20)
-    guard = [keras_slim.callbacks.NanLossGuard(fail=False)]
+
+    def callbacks():
+        return [
+            keras_slim.callbacks.NanLossGuard(fail=False),
+            keras_slim.callbacks.LogEveryNSteps(every_n_steps=1),
+        ]
+
     model = _model("sgd_momentum", k=3)
-    _fit(model, x, y, batch_size=16, callbacks=guard)
+    _fit(model, x, y, batch_size=16, callbacks=callbacks())
+    logged = _logged_losses(caplog)
+    caplog.clear()
     reference = _model("sgd_momentum")
-    guard = [keras_slim.callbacks.NanLossGuard(fail=False)]
-    _fit(reference, x, y, batch_size=48, callbacks=guard)
+    _fit(reference, x, y, batch_size=48, callbacks=callbacks())
+    expected = _logged_losses(caplog)
+    assert sorted(logged) == sorted(expected) == [1, 2, 3]
+    assert math.isnan(logged[2]) and math.isnan(expected[2])
+    for step in (1, 3):
+        assert abs(logged[step] - expected[step]) <= 1.01e-4
     assert int(reference.optimizer.iterations.numpy()) == 3
     assert int(model.optimizer.iterations.numpy()) == 3
     assert max_abs_diff(weights(model), weights(reference)) < 1e-5

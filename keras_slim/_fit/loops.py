@@ -15,6 +15,7 @@ docs/design.md ("Private Keras internals", "Steps per call") says why.
 import keras
 import tensorflow as tf
 
+from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _optimizer
 from keras_slim import _strategy
@@ -44,7 +45,12 @@ def reduce_step_outputs(outputs, strategy):
 
 
 def _tracker_state(model):
-    """The loss tracker's `[total, count]`, as a float32 vector."""
+    """The loss tracker's `[total, count]`, as a float32 vector; under
+    gradient accumulation, the last optimizer step's `[total, count,
+    ended]` (`_accumulation.StepLossMean.state`)."""
+    step_loss = _accumulation.step_loss(model)
+    if step_loss is not None:
+        return step_loss.state(model.optimizer)
     tracker = _keras.loss_tracker(model)
     return tf.cast(
         tf.stack(
@@ -58,7 +64,9 @@ def _tracker_state(model):
 
 
 class Records:
-    """Each step's loss-tracker state in a call, kept in the graph.
+    """Each step's loss-tracker state in a call, kept in the graph (under
+    gradient accumulation, the last optimizer step's loss state after
+    each micro-batch: `_tracker_state`).
 
     Args:
         model: The model; nothing is recorded when `enabled` is false or
@@ -82,7 +90,8 @@ class Records:
         return records.write(step + 1, _tracker_state(self._model))
 
     def result(self, records):
-        """The `(steps + 1, 2)` tensor, or `None` if nothing was recorded."""
+        """The `(steps + 1, 2)` tensor (`(steps + 1, 3)` under gradient
+        accumulation), or `None` if nothing was recorded."""
         return records.stack() if self.enabled else None
 
 

@@ -10,6 +10,12 @@ and batch size. Both are read only around the steps that need them. A
 step in the graph (`keras_slim/_fit/loops.py`), so `StepLoss` gets the
 loss of each step of a call, read once when the call ends.
 
+Under gradient accumulation the loss of a global step is the mean over
+its `k` micro-batches, weighted by their sizes (one device's loss on the
+`k`-times batch): the train step keeps it in the model's
+`_accumulation.StepLossMean`, whose last completed step `StepLoss` reads,
+and which a multi-step call records after each micro-batch.
+
 Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
 host is an all-reduce across the workers, which every worker would have to
 make at the same step, or the cluster hangs ('Shape mismatch in the
@@ -23,6 +29,7 @@ import math
 
 import numpy as np
 
+from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _strategy
 
@@ -80,6 +87,8 @@ class StepLoss:
         self._model = model
         self._run = run
         self._tracker = _loss_tracker(model)
+        # Under gradient accumulation: the loss of each optimizer step.
+        self._step = _accumulation.step_loss(model)
         self._mark = None
         self._recorded = False
         self._skipping_from = None
@@ -111,7 +120,7 @@ class StepLoss:
         """Reads the tracker before the steps whose loss is wanted."""
         if not self.available:
             self._mark = None
-        elif self._recorded:
+        elif self._recorded or self._step is not None:
             self._mark = self._RECORDED  # the call's records will tell
         else:
             self._mark = self._read()
@@ -120,6 +129,12 @@ class StepLoss:
             options = self._run.step_options
             skips = options is not None and not options.raise_on_nonfinite
             self._skipping_from = self._run.global_step() if skips else None
+
+    @property
+    def of_one_step(self):
+        """Whether `since_mark` gives one global step's examples (under
+        gradient accumulation), not those of all the call's steps."""
+        return self._step is not None
 
     @property
     def marked(self):
@@ -142,7 +157,12 @@ class StepLoss:
         if records is None:
             return None
         self._mark = None
-        totals = np.diff(np.asarray(records, dtype=np.float64), axis=0)
+        records = np.asarray(records, dtype=np.float64)
+        if records.shape[1] == 3:
+            # [total, count, ended] of the last optimizer step: one per
+            # micro-batch, the steps' losses in the rows that ended one.
+            return [_loss(t, c) for t, c, ended in records[1:] if ended]
+        totals = np.diff(records, axis=0)
         return [
             (float(total / count), float(count))
             if count > 0
@@ -158,17 +178,23 @@ class StepLoss:
             size of the last step it ran; elsewhere the mean loss of the
             steps since `mark()`, weighted by batch size as Keras weights
             it, and the number of examples they saw: `(nan, 0)` for
-            steps a `SlimModel` skipped. `(None, None)` when nothing was
-            marked.
+            steps a `SlimModel` skipped. Under gradient accumulation,
+            the loss and examples of the last optimizer step, over its
+            micro-batches. `(None, None)` when nothing was marked.
         """
         if self._mark is None:
             return None, None
         mark = self._mark
         steps = self.per_step()
         self._mark = None
-        if steps is not None:
-            return steps[-1] if steps else (None, None)
-        if mark is self._RECORDED:
+        if steps:
+            return steps[-1]
+        if self._step is not None:
+            # The last completed optimizer step: the global step.
+            self._run.settle()
+            last = self._step.last
+            return _loss(self._value(last.total), self._value(last.count))
+        if steps is not None or mark is self._RECORDED:
             return None, None  # the call recorded nothing after all
         total, count = self._read()
         total0, count0 = mark
@@ -185,3 +211,14 @@ class StepLoss:
             return (math.nan, 0.0) if skipped else (None, None)
         # A non-finite total stays so for the epoch: inf - inf is nan.
         return (total - total0) / examples, examples
+
+
+def _loss(total, count):
+    """`(loss, examples)` of an optimizer step's `total` and `count`:
+    `(nan, 0)` for a skipped step (a non-finite micro-batch loss),
+    `(None, None)` before the first step."""
+    if count <= 0:
+        return None, None
+    if not math.isfinite(total):
+        return math.nan, 0.0
+    return float(total / count), float(count)

@@ -36,7 +36,10 @@ class LogEveryNSteps(StepCallback):
     of one call share its `sec/step`), and `steps_per_execution="auto"`
     needs no call to end on those steps. Other models log at the first
     call boundary at or past each multiple of n, with the mean loss over
-    that call's steps.
+    that call's steps. Under gradient accumulation (an optimizer with
+    `gradient_accumulation_steps=k`, with a `SlimModel`) a global step is
+    an update: its loss is the mean over its `k` micro-batches (one
+    device's loss on the `k`-times batch), its examples theirs.
     Python's `logging` drops INFO lines unless configured, e.g.
     `logging.basicConfig(level=logging.INFO)`.
 
@@ -91,7 +94,7 @@ class LogEveryNSteps(StepCallback):
             return
         step = self.counter.sync()
         sec_per_step = self._sec_per_step(step)
-        if examples:
+        if examples and not self._loss.of_one_step:
             examples /= self.steps_in_batch(batch)
         self._log(step, loss, sec_per_step, examples)
 

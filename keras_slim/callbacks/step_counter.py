@@ -43,6 +43,18 @@ class StepCounter:
         self._batches, self._k = self._run.batch_count()
         return self.step
 
+    @property
+    def batches(self):
+        """The batches applied so far, as last read or counted: the global
+        step times `batches_per_step`, plus a step's micro-batches."""
+        return self._batches
+
+    @property
+    def batches_per_step(self):
+        """The batches of one global step: Keras's
+        `gradient_accumulation_steps`, else 1 (as of the last `sync`)."""
+        return self._k
+
     def next_step(self, steps_per_execution):
         """The global step after the coming call, if it runs in full.
 

@@ -54,7 +54,8 @@ class Summaries(StepCallback):
     Written with `tf.summary` to an event file in `logdir`, at the global
     step (`optimizer.iterations`) of the step that fired. Tags:
 
-    - `loss`: the loss of that step (not the epoch's running mean);
+    - `loss`: the loss of that step (not the epoch's running mean; under
+      gradient accumulation, the mean over the update's micro-batches);
     - every other key of Keras's `logs`: loss terms and metrics, as Keras
       reports them (running means of the epoch);
     - `losses/total_loss` (the loss of that step, as minimized),

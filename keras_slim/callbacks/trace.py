@@ -60,7 +60,12 @@ class Trace(StepCallback):
 
     With `steps_per_execution > 1` the profiler sees a whole execution: the
     execution holding a chosen step is traced, and named by the chosen
-    step. A profiler that cannot start (another one is running, say Keras's
+    step. Under gradient accumulation (an optimizer with
+    `gradient_accumulation_steps=k`) a step is its `k` micro-batches: the
+    profiler runs from the call holding the first micro-batch of the
+    chosen step to the call holding its last (a run resumed in the middle
+    of that step traces the micro-batches left). A profiler that cannot
+    start (another one is running, say Keras's
     `TensorBoard(profile_batch=...)`) is logged and training goes on; the
     callback stops only a profiler it started. Two traces within one second
     share TensorBoard's profile folder (the newer replaces the older
@@ -112,15 +117,19 @@ class Trace(StepCallback):
 
     def on_train_batch_begin(self, batch, logs=None):
         super().on_train_batch_begin(batch, logs)
-        if not self._chief or self.no_step:
+        if not self._chief or self.no_step or self._tracing is not None:
             return
-        first = self.counter.step
+        # Calls run batches: `k` of them make a step under accumulation.
+        k = self.counter.batches_per_step
+        first = self.counter.batches
         last = first + self.model.steps_per_execution - 1
-        step = self._steps.first_due(first, last)
+        step = self._steps.first_due(first // k, last // k)
         if step is not None:
-            self._start(step)
+            self._start(step, until=(step + 1) * k)
 
-    def _start(self, step):
+    def _start(self, step, *, until):
+        """Starts the profiler for `step`, to stop once `until` batches
+        were applied."""
         started = tf.timestamp().numpy()
         try:
             tf.profiler.experimental.start(self.logdir)
@@ -131,12 +140,15 @@ class Trace(StepCallback):
                 error,
             )
             return
-        self._tracing = (step, started)
+        self._tracing = (step, started, until)
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
-        if self._tracing is not None:
-            self._finish(*self._tracing)
+        if self._tracing is None:
+            return
+        step, started, until = self._tracing
+        if self.counter.batches >= until:
+            self._finish(step, started)
             self._tracing = None
 
     def _finish(self, step, started):

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import re
 import resource
 import subprocess
 import sys
@@ -905,6 +906,34 @@ def test_gradient_accumulation_steps_reach_the_optimizer(monkeypatch, tmp_path):
     assert optimizer.gradient_accumulation_steps == 4
     default = _built_optimizer(monkeypatch, tmp_path)
     assert default.gradient_accumulation_steps is None
+
+
+def test_accumulating_steps_are_logged_and_counted_as_optimizer_steps(
+    tmp_path, capsys
+):
+    """In-process: 3 optimizer steps of 2 micro-batches of 8 are logged as
+    global steps 1, 2, 3 (16 examples each) and end at model.ckpt-3."""
+    code = cli.main(
+        [
+            *["--train_dir", str(tmp_path), "--save_summaries_secs", "3600"],
+            *["--gradient_accumulation_steps=2", "--batch_size=8"],
+            *["--max_number_of_steps=3", "--log_every_n_steps=1"],
+        ]
+    )
+    assert code == 0
+    captured = capsys.readouterr()
+    line = re.compile(
+        r"global step (\d+): loss = \S+ \((\S+) sec/step\), (\S+) examples"
+    )
+    logged = [m.groups() for m in line.finditer(captured.out + captured.err)]
+    assert [int(step) for step, _, _ in logged] == [1, 2, 3]
+    for _, sec, rate in logged:
+        assert float(sec) * float(rate) == pytest.approx(16, rel=0.15)
+    path = tf.train.latest_checkpoint(str(tmp_path))
+    assert path == str(tmp_path / "model.ckpt-3")
+    reader = tf.train.load_checkpoint(path)
+    micro = "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
+    assert reader.get_tensor(micro) == 6
 
 
 def test_gradient_accumulation_steps_must_be_positive(tmp_path, capsys):
