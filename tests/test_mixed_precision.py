@@ -175,7 +175,14 @@ def test_an_overflow_skips_exactly_its_step(fail, caplog):
     if not fail:
         assert model.train_function.step_options.skipped_steps is None
         # Counted among the skipped steps, and not warned about as a NaN.
-        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        # keras_slim's records only: TensorFlow warns of retracing after
+        # many fits in one process.
+        warned = [
+            r
+            for r in caplog.records
+            if r.levelno >= logging.WARNING and r.name.startswith("keras_slim")
+        ]
+        assert not warned
     # Independent reference: the same run without the overflowing batch.
     clean = _relu_model()
     keep = np.r_[0:16, 32:64]
