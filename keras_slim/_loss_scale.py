@@ -14,6 +14,8 @@ docs/design.md ("Mixed precision") says why.
 
 import tensorflow as tf
 
+from keras_slim import _strategy
+
 
 def dynamic(optimizer):
     """Returns `optimizer` if it is a `LossScaleOptimizer`, else `None`.
@@ -34,6 +36,46 @@ def dynamic(optimizer):
     ):
         return optimizer
     return None
+
+
+def check(model):
+    """Raises before any step where the loss scale cannot be exact.
+
+    Asynchronous workers over parameter servers each scale their loss by
+    the scale they read, then unscale their gradients by the scale they
+    read when they apply them, which other workers may have halved or
+    doubled in between. Synchronous steps (`replicas_to_aggregate`) are
+    exact: every gradient of a step is computed after the previous step
+    was applied, with one scale.
+
+    Args:
+        model: The `SlimModel`, compiled.
+
+    Raises:
+        ValueError: for a `LossScaleOptimizer` under a
+            `ParameterServerStrategy` running asynchronous steps.
+
+    Example:
+    ```python
+    check(model)  # before the first step
+    ```
+    """
+    optimizer = dynamic(getattr(model, "optimizer", None))
+    if optimizer is None:
+        return
+    mode = _strategy.mode(model.distribute_strategy)
+    if mode.parameter_server and mode.sync is None:
+        raise ValueError(
+            "Invalid value for argument `optimizer`. Received: "
+            f"optimizer={type(optimizer).__name__} (the dynamic loss scale "
+            "of the mixed_float16 policy) under ParameterServerStrategy "
+            "with asynchronous steps. Each worker would unscale its "
+            "gradients by the loss scale it reads when it applies them, "
+            "which other workers may have changed since it scaled its "
+            "loss. Use the mixed_bfloat16 policy (no loss scale), "
+            "synchronous steps (DeploymentConfig(replicas_to_aggregate="
+            "...)), or MirroredStrategy / MultiWorkerMirroredStrategy."
+        )
 
 
 def apply_unscaled(optimizer, grads, variables):

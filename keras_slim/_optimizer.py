@@ -18,6 +18,7 @@ import contextlib
 import functools
 import threading
 
+import keras
 import tensorflow as tf
 
 from keras_slim import _accumulation
@@ -36,6 +37,39 @@ VERDICT = "keras_slim_numeric_verdict"
 def _inner(optimizer):
     """Returns the optimizer that runs the cross-replica sum."""
     return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def check(optimizer):
+    """Raises before any step for an optimizer keras_slim cannot apply
+    summed gradients through.
+
+    Args:
+        optimizer: The model's Keras optimizer, possibly a
+            `LossScaleOptimizer`.
+
+    Raises:
+        ValueError: for a `keras.optimizers.MultiOptimizer`, whose
+            sub-optimizers would sum the gradients across replicas again
+            (its own switch `install` replaces is never called) and which a
+            checkpoint saves without their slots or steps.
+
+    Example:
+    ```python
+    check(keras.optimizers.Adam())  # fine
+    ```
+    """
+    inner = _inner(optimizer)
+    if isinstance(inner, keras.optimizers.MultiOptimizer):
+        raise ValueError(
+            "Invalid value for argument `optimizer`. Received: "
+            f"optimizer={type(inner).__name__}(name={inner.name!r}). "
+            "A SlimModel cannot train with keras.optimizers.MultiOptimizer: "
+            "its sub-optimizers sum the gradients across replicas a second "
+            "time, after the step's own sum, and a checkpoint of it holds "
+            "none of their slots or step counts. For a learning rate per "
+            "group of variables, use one optimizer and "
+            "keras_slim.GradientPolicy(lr_multipliers={pattern: factor})."
+        )
 
 
 def _switch(original):

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_slim import _optimizer
 from keras_slim import _strategy
 from keras_slim import _validation
 from keras_slim.callbacks import WarmStart
@@ -244,6 +245,8 @@ def checked(model, args):
             "The model is not compiled. Call `model.compile(optimizer, "
             "loss)` before keras_slim.train."
         )
+    # Before the learning rate, which a MultiOptimizer does not have.
+    _optimizer.check(model.optimizer)
     _check_learning_rate(model.optimizer)
     _check_startup_delay(
         settings.startup_delay_steps, model.distribute_strategy

@@ -178,13 +178,17 @@ class SlimModel(keras.Model):
             The train function.
 
         Raises:
-            ValueError: for a policy pattern matching nothing, or
-                `jit_compile=True` with several replicas in this process.
+            ValueError: for a policy pattern matching nothing,
+                `jit_compile=True` with several replicas in this process,
+                a `keras.optimizers.MultiOptimizer`, or a loss scale or
+                gradient accumulation the strategy cannot run.
         """
         if self.train_function is not None and not force:
             return self.train_function
         _check_jit_compile(self)
+        _optimizer.check(self.optimizer)
         _accumulation.check(self)
+        _loss_scale.check(self)
         if _accumulation.steps(self.optimizer) and self._step_loss is None:
             # Kept across fits: a step may span two.
             self._step_loss = _accumulation.StepLossMean(

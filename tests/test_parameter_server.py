@@ -192,11 +192,18 @@ def test_a_lost_ps_is_an_error_and_a_rerun_resumes(tmp_path):
 
 
 def test_keras_slim_train(fitted):
-    """On the fixture's cluster, a new model (one cluster start less)."""
+    """On the fixture's cluster, a new model (one cluster start less),
+    with learning-rate multipliers."""
     result, _ = fitted
     assert result["train_iterations"] == 100
     assert 0 < result["train_loss"] < 1.1
     assert result["train_latest"].endswith("model.ckpt-100")
+    # Learning-rate multipliers hold on asynchronous workers: 100 Adam
+    # steps at 0.01 move a variable about 0.01 each; fc1's, at 1e-4
+    # times the rate, at most a few 1e-6 each.
+    moved = result["train_moved"]
+    assert max(moved["fc1/kernel"], moved["fc1/bias"]) < 5e-4
+    assert min(moved["logits/kernel"], moved["logits/bias"]) > 1e-2
 
 
 def test_atomic_updates_trace_single_ops():

@@ -56,7 +56,9 @@ data = (
 
 with strategy.scope():
     policy = keras_slim.GradientPolicy(
-        clip_norm=0.5, multipliers={"logits/.*": 2.0}
+        clip_norm=0.5,
+        multipliers={"logits/.*": 2.0},
+        lr_multipliers={"fc1/.*": 0.5},
     )
     model = compile_model(mlp(policy), keras_slim.optimizers.Momentum(0.1, 0.9))
 

@@ -182,10 +182,17 @@ with LocalCluster(workers=2, ps=2) as cluster:
         result["auto_after"] = model.steps_per_execution
     if args.then_train:
         with config.strategy().scope():
+            # fc1 at 1e-4 times the rate: it barely moves if the workers'
+            # steps scale it.
             fresh = compile_model(
-                mlp(keras_slim.GradientPolicy(clip_norm=1.0)),
+                mlp(
+                    keras_slim.GradientPolicy(
+                        clip_norm=1.0, lr_multipliers={"fc1/.*": 1e-4}
+                    )
+                ),
                 keras_slim.optimizers.Adam(0.01),
             )
+        initial = {v.path: v.numpy() for v in fresh.trainable_variables}
         train_dir = args.logdir.rstrip("/") + "_train"
         result["train_loss"] = keras_slim.train(
             fresh,
@@ -198,6 +205,10 @@ with LocalCluster(workers=2, ps=2) as cluster:
             startup_delay_steps=10,
         )
         result["train_iterations"] = int(fresh.optimizer.iterations.numpy())
+        result["train_moved"] = {
+            v.path: float(np.max(np.abs(v.numpy() - initial[v.path])))
+            for v in fresh.trainable_variables
+        }
         result["train_latest"] = tf.train.latest_checkpoint(train_dir)
     if args.then_kill_all_workers_at:
         # A second fit loses every worker: an error within the bound.

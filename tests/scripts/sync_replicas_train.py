@@ -4,9 +4,11 @@ Usage: python sync_replicas_train.py MODE OUT_JSON LOGDIR
 
 MODE `average`: one worker, `replicas_to_aggregate=2` of
 `total_num_replicas=2`: the worker computes two batches per step, in
-order, and the step applies their average through the policy. The same
-model trained on one device on batches twice the size (the two batches
-concatenated) is the reference: the final weights must agree.
+order, and the step applies their average through the policy (with
+learning-rate multipliers). The same model trained on one device on
+batches twice the size (the two batches concatenated) is the reference:
+the final weights must agree. Then the same under `mixed_float16`, with
+batches whose float16 gradient overflows at the third step.
 
 MODE `backup`: three workers, each step takes the first 2 of 3; worker 2
 is stopped (SIGSTOP) from step 5 to step 25, and training goes on
@@ -49,9 +51,10 @@ def examples():
     return x, y
 
 
-def augmented(batch):
+def augmented(batch, loud=False):
     """Shuffled every pass, with noise keyed by position: the same stream
-    in every process (no global seed involved)."""
+    in every process (no global seed involved). With `loud`, examples 64
+    to 79 are 1000 times larger: their float16 gradient overflows."""
     x, y = examples()
     rng = np.random.default_rng(3)
     order = np.concatenate([rng.permutation(len(x)) for _ in range(8)])
@@ -59,9 +62,10 @@ def augmented(batch):
     def noise(index, example):
         features, label = example
         seed = tf.stack([index, tf.constant(7, tf.int64)])
-        return features + 0.1 * tf.random.stateless_normal(
-            (8,), seed=seed
-        ), label
+        features += 0.1 * tf.random.stateless_normal((8,), seed=seed)
+        if loud:
+            features *= tf.where((index >= 64) & (index < 80), 1e3, 1.0)
+        return features, label
 
     return (
         tf.data.Dataset.from_tensor_slices((x[order], y[order]))
@@ -79,11 +83,71 @@ def dataset_fn(input_context):
 
 def build():
     policy = keras_slim.GradientPolicy(
-        clip_norm=0.5, multipliers={"logits/.*": 2.0}
+        clip_norm=0.5,
+        multipliers={"logits/.*": 2.0},
+        lr_multipliers={"fc1/.*": 0.5},
     )
     return compile_model(
         mlp(policy), keras_slim.optimizers.Adam(0.01), steps_per_execution=1
     )
+
+
+def loud_dataset_fn(input_context):
+    del input_context
+    return augmented(BATCH, loud=True)
+
+
+def build_mixed():
+    """Under `mixed_float16`: Keras's initial loss scale, grown every 4
+    finite steps."""
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        policy = keras_slim.GradientPolicy(
+            clip_norm=0.5, lr_multipliers={"fc1/.*": 0.5}
+        )
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            keras.optimizers.SGD(0.1, momentum=0.9),
+            dynamic_growth_steps=4,
+        )
+        return compile_model(
+            mlp(policy, activation="relu"), optimizer, steps_per_execution=1
+        )
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def max_difference(a, b):
+    return max(
+        float(np.max(np.abs(np.asarray(x) - np.asarray(y))))
+        for x, y in zip(a.get_weights(), b.get_weights())
+    )
+
+
+def mixed_average(config):
+    """12 synchronous steps under `mixed_float16`, against one device;
+    the third step's batches overflow."""
+    with config.strategy().scope():
+        model = build_mixed()
+    initial = [np.asarray(w) for w in model.get_weights()]
+    model.fit(loud_dataset_fn, steps_per_epoch=12, verbose=0)
+    reference = build_mixed()
+    data = augmented(2 * BATCH, loud=True).take(12)
+    reference.fit(data, epochs=1, verbose=0)
+    return {
+        "max_difference": max_difference(model, reference),
+        "moved": max(
+            float(np.max(np.abs(w - np.asarray(v))))
+            for w, v in zip(initial, model.get_weights())
+        ),
+        "iterations": int(model.optimizer.iterations.numpy()),
+        "scales": [
+            float(m.optimizer.dynamic_scale.numpy()) for m in (model, reference)
+        ],
+        "overflows": [
+            list(m.train_function.overflow_steps.read())
+            for m in (model, reference)
+        ],
+    }
 
 
 class Straggler(keras.callbacks.Callback):
@@ -166,16 +230,13 @@ with LocalCluster(workers=workers, ps=1) as cluster:
             e.step for e in events.Tensors("logits/kernel/gradient_norm")
         ]
         result["history"] = history.history
-        weights = [np.asarray(w) for w in model.get_weights()]
         reference = build()
         reference.fit(augmented(2 * BATCH).take(24), epochs=1, verbose=0)
-        result["max_difference"] = max(
-            float(np.max(np.abs(a - np.asarray(b))))
-            for a, b in zip(weights, reference.get_weights())
-        )
+        result["max_difference"] = max_difference(model, reference)
         result["reference_iterations"] = int(
             reference.optimizer.iterations.numpy()
         )
+        result["mixed"] = mixed_average(config)
     else:
         straggler = Straggler(cluster, pause_at=5, resume_at=25)
         result["loss"] = keras_slim.train(
