@@ -97,6 +97,9 @@ def test_only_the_chief_writes(fit_runs):
 
 
 def test_train_under_two_workers(tmp_path):
+    """keras_slim.train with gradient accumulation (2 micro-batches a
+    step): two workers equal one process, and the step is an optimizer
+    step (20 of them, 40 micro-batches)."""
     (workers, logdir), (single, _) = (
         run_cluster(tmp_path, "train"),
         run_single(tmp_path, "train"),
@@ -106,6 +109,7 @@ def test_train_under_two_workers(tmp_path):
             "`startup_delay_steps` must be 0" in worker["startup_delay_error"]
         )
         assert_same_weights(worker["weights"], single["weights"])
+        assert worker["batches"] == single["batches"] == 40
     # Each worker returns the loss of its half of the global batch (TF-Slim
     # returned the chief's own): their mean is the global batch's loss.
     mean = (workers[0]["loss"] + workers[1]["loss"]) / 2

@@ -6,9 +6,11 @@ Under TF_CONFIG (keras_slim.cluster.LocalCluster.run) this is a worker of
 a MultiWorkerMirroredStrategy from DeploymentConfig; without it, one
 process on the same global batch of 64. Writes OUT_DIR/result-<task>.json:
 history (fit) or the returned loss (train), and the final weights.
-`preempt` fits with checkpoints on time only; with PREEMPT_AT=N, task 1
-sends itself SIGTERM once the global step reaches N, and each task writes
-what `TrainingPreemptedError` said, then exits with status 42.
+`train` runs keras_slim.train with Keras's gradient accumulation (2
+micro-batches a step). `preempt` fits with checkpoints on time only;
+with PREEMPT_AT=N, task 1 sends itself SIGTERM once the global step
+reaches N, and each task writes what `TrainingPreemptedError` said, then
+exits with status 42.
 """
 
 import json
@@ -22,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 import keras_slim
+from keras_slim import _keras
 from keras_slim import callbacks
 
 # The repository's root, for the model the tests share (tests/helpers.py).
@@ -60,7 +63,11 @@ with strategy.scope():
         multipliers={"logits/.*": 2.0},
         lr_multipliers={"fc1/.*": 0.5},
     )
-    model = compile_model(mlp(policy), keras_slim.optimizers.Momentum(0.1, 0.9))
+    # `train` also accumulates: 2 micro-batches of 64 per optimizer step.
+    accumulate = {"gradient_accumulation_steps": 2} if mode == "train" else {}
+    model = compile_model(
+        mlp(policy), keras_slim.optimizers.Momentum(0.1, 0.9, **accumulate)
+    )
 
 
 class Preempt(callbacks.StepCallback):
@@ -148,5 +155,6 @@ else:
         log_every_n_steps=5,
     )
 result["weights"] = [w.tolist() for w in model.get_weights()]
+result["batches"] = int(_keras.micro_step_counter(model.optimizer).numpy())
 with open(os.path.join(out_dir, f"result-{task}.json"), "w") as f:
     json.dump(result, f)
