@@ -11,7 +11,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # Every Python process the tests start (commands, clusters, TF-Slim's
 # reference runs, the docs' pages) skips Keras's imports of scikit-learn
-# and matplotlib, about 2 s of CPU each: see startup/sitecustomize.py.
+# and matplotlib, about 1.5 s of CPU each: see startup/sitecustomize.py.
 _STARTUP = str(pathlib.Path(__file__).parent / "startup")
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [_STARTUP, *filter(None, [os.environ.get("PYTHONPATH")])]

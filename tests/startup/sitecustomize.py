@@ -1,7 +1,7 @@
 """Every Python process of the test suite starts here (conftest.py puts
 this folder first on `PYTHONPATH`): Keras imports scikit-learn (for its
 scikit-learn wrappers) and matplotlib (for its plots) whenever they are
-installed, about 2 s of CPU in each of the suite's hundreds of
+installed, about 1.5 s of CPU in each of the suite's hundreds of
 TensorFlow processes. keras_slim uses neither Keras feature, so here
 Keras's own imports of them fail, as when they are not installed (Keras
 guards both); any other module, keras_slim's digits loader or a test,
