@@ -10,6 +10,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -144,21 +145,37 @@ def test_tf_slim_readme_commands_run_as_written(tmp_path):
     assert len(blocks) == 3
     _readme_data(tmp_path)
     bin_dir = pathlib.Path(sys.executable).parent
-    outputs = []
-    for block in blocks:
+
+    def start(block):
         script = block.replace("/tmp/", f"{tmp_path}/").rstrip()
         command = next(c for c in SHORT if c in script)
-        result = subprocess.run(
+        return script, subprocess.Popen(
             ["bash", "-euc", script + SHORT[command]],
             cwd=tmp_path,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
             env=bare_env(PATH=f"{bin_dir}:/usr/bin:/bin", HOME=str(tmp_path)),
         )
-        assert result.returncode == 0, script + result.stderr[-3000:]
-        outputs.append(result)
-    train, fine_tune, evaluate = outputs
+
+    def finished(started):
+        script, process = started
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        finally:
+            process.kill()
+        assert process.returncode == 0, script + stderr[-3000:]
+        return types.SimpleNamespace(stdout=stdout, stderr=stderr)
+
+    # Training first; the fine-tuning and the evaluation both only read
+    # its checkpoint, so they run at the same time.
+    train = finished(start(blocks[0]))
+    started = [start(block) for block in blocks[1:]]
+    try:
+        fine_tune, evaluate = [finished(s) for s in started]
+    finally:
+        for _, process in started:
+            process.kill()
     assert "Saved checkpoint" in train.stdout
     assert (tmp_path / "train_logs" / "checkpoint").exists()
     # The logits (1001 ImageNet classes, 5 flowers) are excluded, the rest

@@ -6,6 +6,7 @@ same history and weights. Keras 3.15's own fit fails there (see
 keras_slim/_train_function.py and SlimModel._maybe_symbolic_build).
 """
 
+import concurrent.futures
 import glob
 import json
 import os
@@ -58,6 +59,14 @@ def run_single(tmp_path, mode):
     return results(out, 1)[0], logdir
 
 
+def run_both(tmp_path, mode):
+    """`run_cluster` and `run_single` at the same time (independent
+    processes; the workers wait on each other's collectives)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        single = pool.submit(run_single, tmp_path, mode)
+        return run_cluster(tmp_path, mode), single.result()
+
+
 def assert_same_weights(a, b):
     for x, y in zip(a, b, strict=True):
         np.testing.assert_allclose(np.array(x), np.array(y), atol=2e-6)
@@ -66,8 +75,7 @@ def assert_same_weights(a, b):
 @pytest.fixture(scope="module")
 def fit_runs(tmp_path_factory):
     def make():
-        tmp_path = tmp_path_factory.mktemp("fit")
-        return run_cluster(tmp_path, "fit"), run_single(tmp_path, "fit")
+        return run_both(tmp_path_factory.mktemp("fit"), "fit")
 
     return once_per_session(tmp_path_factory, "multi_worker_fit", make)
 
@@ -100,10 +108,7 @@ def test_train_under_two_workers(tmp_path):
     """keras_slim.train with gradient accumulation (2 micro-batches a
     step): two workers equal one process, and the step is an optimizer
     step (20 of them, 40 micro-batches)."""
-    (workers, logdir), (single, _) = (
-        run_cluster(tmp_path, "train"),
-        run_single(tmp_path, "train"),
-    )
+    (workers, logdir), (single, _) = run_both(tmp_path, "train")
     for worker in workers:
         assert (
             "`startup_delay_steps` must be 0" in worker["startup_delay_error"]

@@ -2,6 +2,8 @@
 class subfolders and TF-Slim's TFRecord shards, generated here; the flags'
 help; the warm start from a TF-Slim checkpoint the command picks."""
 
+import concurrent.futures
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -54,25 +56,28 @@ def dataset(request, tmp_path_factory):
     return request.param, root
 
 
-def test_train_then_eval(dataset):
+def test_train_then_eval(dataset, capsys):
+    """The commands' `main`s in this process (their exits are tested in
+    subprocesses elsewhere: the demo, the kills, the TF-Slim checkpoint's
+    fine-tuning below)."""
     kind, root = dataset
     data = str(root / "data")
     train_dir = root / "train"
-    trained = run_module(
-        "keras_slim.image.train_image_classifier",
-        *["--train_dir", str(train_dir), "--dataset_dir", data],
-        *["--dataset_name", "colors", "--train_image_size", "16"],
-        *["--batch_size", "16", "--max_number_of_steps", "60"],
-        *["--optimizer", "adam", "--learning_rate", "0.005"],
-        *["--opt_epsilon", "1e-7", "--log_every_n_steps", "30"],
-        *["--save_summaries_steps", "6", "--nosummarize_activations"],
-        timeout=300,
-        env=ENV,
+    code = train_cli.main(
+        [
+            *["--train_dir", str(train_dir), "--dataset_dir", data],
+            *["--dataset_name", "colors", "--train_image_size", "16"],
+            *["--batch_size", "16", "--max_number_of_steps", "60"],
+            *["--optimizer", "adam", "--learning_rate", "0.005"],
+            *["--opt_epsilon", "1e-7", "--log_every_n_steps", "30"],
+            *["--save_summaries_steps", "6", "--nosummarize_activations"],
+        ]
     )
-    assert trained.returncode == 0, trained.stderr[-3000:]
-    assert "global step 60: loss = " in trained.stdout
+    trained = capsys.readouterr()
+    assert code == 0, trained.err[-3000:]
+    assert "global step 60: loss = " in trained.out
     held_out = next(
-        line for line in trained.stdout.splitlines() if "held-out" in line
+        line for line in trained.out.splitlines() if "held-out" in line
     )
     # The folder holds out 20% of each class; the shards, a split of 5.
     expected = 18 if kind == "folder" else 5
@@ -80,15 +85,15 @@ def test_train_then_eval(dataset):
     events = read_events(train_dir)
     assert len(events["loss"]) >= 10 and len(events["learning_rate"]) >= 10
 
-    evaluated = run_module(
-        "keras_slim.image.eval_image_classifier",
-        *["--checkpoint_path", str(train_dir), "--dataset_dir", data],
-        *["--eval_image_size", "16"],
-        timeout=300,
-        env=ENV,
+    code = eval_cli.main(
+        [
+            *["--checkpoint_path", str(train_dir), "--dataset_dir", data],
+            *["--eval_image_size", "16"],
+        ]
     )
-    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    line = evaluated.stdout.strip().splitlines()[-1]
+    evaluated = capsys.readouterr()
+    assert code == 0, evaluated.err[-3000:]
+    line = evaluated.out.strip().splitlines()[-1]
     assert line.startswith("global step 60: eval/Accuracy = ")
     accuracy = float(line.split("eval/Accuracy = ")[1].split(",")[0])
     assert accuracy > 0.9  # chance is 1/3
@@ -128,6 +133,19 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
         "--dataset_name=colors",
         "--model_name=inception_v2",
     ]
+    # The evaluation reads TF-Slim's checkpoint, not the fine-tuned one:
+    # it runs while the fine-tuning does.
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    evaluation = pool.submit(
+        run_module,
+        "keras_slim.image.eval_image_classifier",
+        f"--checkpoint_path={checkpoint}",
+        *common,
+        "--eval_image_size=32",
+        timeout=300,
+        env=ENV,
+    )
+    pool.shutdown(wait=False)
     trained = run_module(
         "keras_slim.image.train_image_classifier",
         f"--train_dir={train_dir}",
@@ -156,14 +174,7 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
         else:
             np.testing.assert_array_equal(variable.numpy(), saved)
 
-    evaluated = run_module(
-        "keras_slim.image.eval_image_classifier",
-        f"--checkpoint_path={checkpoint}",
-        *common,
-        "--eval_image_size=32",
-        timeout=300,
-        env=ENV,
-    )
+    evaluated = evaluation.result()
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     line = evaluated.stdout.strip().splitlines()[-1]
     assert line.startswith("global step 0: eval/Accuracy = "), line
@@ -184,16 +195,16 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
     assert accuracy == pytest.approx(expected, abs=1e-6)
 
 
-def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path):
+def test_a_bad_dataset_dir_is_exit_2_naming_it(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    result = run_module(
-        "keras_slim.image.train_image_classifier",
-        *["--train_dir", str(tmp_path / "t"), "--dataset_dir"],
-        str(tmp_path / "empty"),
-        env=ENV,
+    code = train_cli.main(
+        [
+            *["--train_dir", str(tmp_path / "t"), "--dataset_dir"],
+            str(tmp_path / "empty"),
+        ]
     )
-    assert result.returncode == 2
-    assert str(tmp_path / "empty") in result.stderr
+    assert code == 2
+    assert str(tmp_path / "empty") in capsys.readouterr().err
     assert not (tmp_path / "t").exists() or not list(
         (tmp_path / "t").glob("model.ckpt*")
     )

@@ -275,22 +275,19 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     assert accuracy(second.stdout) == accuracy(first.stdout)
 
 
-def test_nan_loss_exits_1(tmp_path):
-    result = run_cli(
-        "--train_dir",
-        str(tmp_path),
-        "--optimizer",
-        "sgd",
-        "--learning_rate",
-        "1e30",
-        "--learning_rate_decay_type",
-        "fixed",
-        "--max_number_of_steps",
-        "50",
-        timeout=120,
+def test_nan_loss_exits_1(tmp_path, capsys):
+    """`main`'s code is the exit code (`console` exits with it; the
+    commands' exits are in the subprocess tests here): in this process."""
+    code = cli.main(
+        [
+            *["--train_dir", str(tmp_path), "--optimizer", "sgd"],
+            *["--learning_rate", "1e30", "--learning_rate_decay_type"],
+            *["fixed", "--max_number_of_steps", "50"],
+        ]
     )
-    assert result.returncode == 1, result.stderr[-3000:]
-    assert "NaN loss" in result.stderr or "not finite" in result.stderr
+    stderr = capsys.readouterr().err
+    assert code == 1, stderr[-3000:]
+    assert "NaN loss" in stderr or "not finite" in stderr
 
 
 def test_a_full_disk_exits_1_naming_the_train_dir_then_resumes(
@@ -345,36 +342,30 @@ def test_a_full_disk_exits_1_naming_the_train_dir_then_resumes(
     )
 
 
-def test_fine_tune_from_digits_0_4_to_5_9(tmp_path):
+def test_fine_tune_from_digits_0_4_to_5_9(tmp_path, capsys):
+    """`main` in this process: the flags are the point, not the exit."""
     pretrain, finetune = tmp_path / "pretrain", tmp_path / "finetune"
-    result = run_cli(
-        "--train_dir",
-        str(pretrain),
-        "--labels",
-        "0-4",
-        "--max_number_of_steps",
-        "200",
-        *FAST,
+    code = cli.main(
+        [
+            *["--train_dir", str(pretrain), "--labels", "0-4"],
+            *["--max_number_of_steps", "200", *FAST],
+        ]
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    result = run_cli(
-        "--train_dir",
-        str(finetune),
-        "--labels",
-        "5-9",
-        "--max_number_of_steps",
-        "200",
-        "--checkpoint_path",
-        str(pretrain),
-        "--checkpoint_exclude_scopes",
-        "logits",
-        "--freeze",
-        "conv1,conv2",
-        *FAST,
+    assert code == 0, capsys.readouterr().err[-3000:]
+    capsys.readouterr()
+    code = cli.main(
+        [
+            *["--train_dir", str(finetune), "--labels", "5-9"],
+            *["--max_number_of_steps", "200"],
+            *["--checkpoint_path", str(pretrain)],
+            *["--checkpoint_exclude_scopes", "logits"],
+            *["--freeze", "conv1,conv2", *FAST],
+        ]
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Warm start from" in result.stdout
-    assert accuracy(result.stdout) >= 0.9
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    assert "Warm start from" in out.out
+    assert accuracy(out.out) >= 0.9
     # The frozen convolutions are the pretrained ones; the head is new.
     kernel = "model/conv1.Skernel/.ATTRIBUTES/VARIABLE_VALUE"
     np.testing.assert_array_equal(
