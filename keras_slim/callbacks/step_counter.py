@@ -37,10 +37,11 @@ class StepCounter:
 
     def sync(self):
         """Reads the global step; returns it."""
-        self.step = self._run.global_step()
         # Calls run batches: k of them make a global step under Keras's
-        # `gradient_accumulation_steps`.
+        # `gradient_accumulation_steps` (whose `iterations` is batches
+        # over k). One read of the device.
         self._batches, self._k = self._run.batch_count()
+        self.step = self._batches // self._k
         return self.step
 
     @property
