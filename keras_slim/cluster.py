@@ -11,8 +11,8 @@ Every task is its own process on 127.0.0.1 with a gRPC server:
 From a shell:
 
 ```sh
-python -m keras_slim.cluster --workers 2 --ps 2 -- python train.py --flags
-python -m keras_slim.cluster --workers 2 -- python train.py --flags
+keras-slim-cluster --workers 2 --ps 2 -- python train.py --flags
+keras-slim-cluster --workers 2 -- python train.py --flags
 ```
 
 From Python, `LocalCluster` (or `keras_slim.testing.local_cluster`). The
@@ -344,10 +344,20 @@ os._exit(0)
 """
 
 
-def main(argv=None):
-    """`python -m keras_slim.cluster --workers N [--ps M] -- command ...`."""
+def main(argv=None, *, prog="python -m keras_slim.cluster"):
+    """`keras-slim-cluster --workers N [--ps M] -- command ...`.
+
+    The same as `python -m keras_slim.cluster ...`.
+
+    Args:
+        argv: The arguments, `None` for `sys.argv[1:]`.
+        prog: The program's name in the help and errors.
+
+    Returns:
+        The exit code: the first failed task's, else 0.
+    """
     parser = argparse.ArgumentParser(
-        prog="python -m keras_slim.cluster",
+        prog=prog,
         description=(
             "Run a training command on a local cluster of real gRPC "
             "servers on 127.0.0.1."
@@ -370,6 +380,11 @@ def main(argv=None):
     codes = [r.returncode for r in results]
     failed = [c for c in codes if c > 0] or [128 - c for c in codes if c < 0]
     return failed[0] if failed else 0
+
+
+def console():
+    """The console script `keras-slim-cluster`."""
+    sys.exit(main(prog="keras-slim-cluster"))
 
 
 if __name__ == "__main__":

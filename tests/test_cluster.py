@@ -95,6 +95,27 @@ def test_launcher_bad_flags(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_the_console_script_is_the_launcher(capsys):
+    """`keras-slim-cluster`, as pip installed it, is `main` under its
+    own name (the help and the docs name it)."""
+    from importlib import metadata
+
+    (script,) = metadata.entry_points(
+        group="console_scripts", name="keras-slim-cluster"
+    )
+    assert script.load() is cluster.console
+    with pytest.raises(SystemExit) as exit_info:
+        cluster.main(["--help"], prog="keras-slim-cluster")
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: keras-slim-cluster")
+    with pytest.raises(SystemExit) as exit_info:
+        cluster.main(["--workers", "2"], prog="keras-slim-cluster")
+    assert exit_info.value.code == 2
+    assert "keras-slim-cluster: error: no command given" in (
+        capsys.readouterr().err
+    )
+
+
 CALLER = textwrap.dedent(
     """
     import json, sys, time
