@@ -40,6 +40,15 @@ class RunView:
         return self._run.resumed_from
 
     @property
+    def latest_checkpoint(self):
+        """The newest checkpoint `Checkpoints` saved or restored in this
+        `fit` (on the chief; a saving callback's `on_train_batch_end` and
+        `on_train_end` run before those of the callbacks passed after
+        it), or `None`."""
+        checkpoints = self._run.checkpoints
+        return None if checkpoints is None else checkpoints.latest_checkpoint
+
+    @property
     def stop_signal(self):
         """The name of the signal that asked training to stop
         (`"SIGTERM"`, `"SIGINT"`), while `Checkpoints` catches them; else

@@ -10,6 +10,7 @@ converters below take the flag's text and raise `ValueError` saying what
 is wrong; absl names the flag and the value.
 """
 
+from keras_slim.image import _best_checkpoint as best_checkpoint
 from keras_slim.image import nets
 from keras_slim.image import optimization
 from keras_slim.image import preprocessing
@@ -534,6 +535,40 @@ def add_precision_flag(add):
         "in float16 (with a dynamic loss scale) or bfloat16, the variables "
         "stay float32. Unset: float32.",
         choices=MIXED_PRECISION,
+    )
+
+
+def add_best_flags(add, *, training):
+    """Adds `--keep_best` and `--best_metric`: the best checkpoint kept in
+    `best/` (`keras_slim/image/_best_checkpoint.py`).
+
+    Args:
+        add: The command's `FlagParser.add`.
+        training: Whether for keras-slim-train (off by default: each
+            save then costs an evaluation), else keras-slim-eval (on).
+    """
+    where = "--train_dir" if training else "--eval_dir"
+    when = (
+        "the chief evaluates the held-out split at each checkpoint save "
+        "(with the moving averages, if any) and keeps "
+        if training
+        else "keep "
+    )
+    add(
+        "keep_best",
+        not training,
+        f"With this, {when}a copy of the checkpoint with the best "
+        f"--best_metric in {where}/best/ (a checkpoint directory, with "
+        "best.json), replaced only by a strictly better one, also across "
+        "reruns.",
+        boolean=True,
+    )
+    add(
+        "best_metric",
+        "accuracy",
+        "The metric --keep_best goes by: accuracy or recall_5 (top-5, "
+        "more than 5 classes), higher-better, or loss, lower-better.",
+        choices=best_checkpoint.METRICS,
     )
 
 

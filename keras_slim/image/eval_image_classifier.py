@@ -22,7 +22,18 @@ flags:
 - prints `eval/Accuracy` (and `eval/Recall_5`, top-5, with more than 5
   classes) and writes them, with `eval/loss`, as `tf.summary` scalars at
   the checkpoint's global step into `--eval_dir` (default `<checkpoint
-  dir>/eval`), which TensorBoard shows beside the training run.
+  dir>/eval`), which TensorBoard shows beside the training run;
+- keeps the best checkpoint evaluated (`--keep_best`, on by default;
+  `--nokeep_best` turns it off) by `--best_metric` (accuracy by default;
+  recall_5, or loss, lower-better) in `<eval_dir>/best/`: a copy of the
+  checkpoint's files (with moving averages: the checkpoint, which holds
+  them) with its own `checkpoint` state file, so `--checkpoint_path
+  <eval_dir>/best` evaluates it, and `best.json` (metric, value, global
+  step, source checkpoint, time). A rerun reads it and replaces it only
+  by a strictly better checkpoint (a tie keeps the earlier); a best kept
+  by another metric is an error naming both. The copy is swapped in
+  whole: a crash leaves the previous best. Evaluating a best directory
+  itself keeps nothing.
 
 Exit codes: 0, 2 for a bad flag, no checkpoint to evaluate, or one that
 cannot be read.
@@ -38,6 +49,7 @@ import tensorflow as tf
 from keras_slim import _checkpoint_readers
 from keras_slim import checkpoints
 from keras_slim import training_state
+from keras_slim.image import _best_checkpoint
 from keras_slim.image import _console
 from keras_slim.image import _flag_parser
 from keras_slim.image import _flag_types
@@ -110,6 +122,7 @@ def parser():
         "keras_slim checkpoint's are used whenever it holds them).",
         parse=_flag_types.fraction,
     )
+    _flags.add_best_flags(add, training=False)
     _flags.add_model_flags(add, image_size_flag="--eval_image_size")
     _flags.add_data_flags(add, training=False)
     _flags.add_quantization_flag(add, training=False)
@@ -224,7 +237,7 @@ def _restore(model, path, flags):
         raise _checkpoint_readers.damaged(path, error) from None
 
 
-def _evaluate_checkpoint(model, task, path, writer, flags):
+def _evaluate_checkpoint(model, task, path, writer, flags, *, keeper=None):
     step, averaged = _restore(model, path, flags)
     with _task.images_named(task):
         results = evaluate(
@@ -248,6 +261,8 @@ def _evaluate_checkpoint(model, task, path, writer, flags):
         f"{', moving averages' if averaged else ''})",
         flush=True,
     )
+    if keeper is not None:
+        keeper.consider(path, step=step, results=results)
     return step
 
 
@@ -277,6 +292,25 @@ def _checkpoints(flags):
     )
 
 
+def _keeper(flags, task):
+    """The `BestCheckpoint` of `<eval_dir>/best/` (the best so far read),
+    or `None`: `--nokeep_best`, or a best directory evaluated."""
+    if not flags.keep_best:
+        return None
+    _best_checkpoint.check_metric(
+        flags.best_metric, num_classes=task.num_classes
+    )
+    if _best_checkpoint.checkpoint_is_a_best(flags.checkpoint_path):
+        _LOG.info(
+            "Not keeping a best: %s is a kept best checkpoint.",
+            flags.checkpoint_path,
+        )
+        return None
+    return _best_checkpoint.BestCheckpoint.open(
+        _eval_dir(flags), metric=flags.best_metric
+    )
+
+
 def run(flags):
     """Evaluates as the flags say; returns the exit code."""
     task = _task.task(
@@ -293,9 +327,12 @@ def run(flags):
         image_size=task.image_size,
         channels=task.channels,
     )
+    keeper = _keeper(flags, task)
     writer = tf.summary.create_file_writer(_eval_dir(flags))
     for path in _checkpoints(flags):
-        step = _evaluate_checkpoint(model, task, path, writer, flags)
+        step = _evaluate_checkpoint(
+            model, task, path, writer, flags, keeper=keeper
+        )
         if flags.max_number_of_steps and step >= flags.max_number_of_steps:
             break
     return 0

@@ -28,6 +28,13 @@ stopped training after a checkpoint was saved (TensorFlow's restart code:
 a job manager reruns the command, which resumes).
 
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
+
+With `--keep_best` the chief evaluates the held-out split each time a
+checkpoint is saved (that checkpoint, restored into a network of its own:
+with the moving averages when training keeps them, the training weights
+untouched) and keeps the best by `--best_metric` in `<train_dir>/best/`,
+as keras-slim-eval keeps it (not with parameter servers: evaluate their
+checkpoints with keras-slim-eval).
 """
 
 import contextlib
@@ -44,9 +51,11 @@ from keras_slim.callbacks import WarmStart
 from keras_slim.callbacks._files import check_writable
 from keras_slim.deployment import read_tf_config
 from keras_slim.errors import PREEMPTED_EXIT_CODE
+from keras_slim.image import _best_checkpoint
 from keras_slim.image import _console
 from keras_slim.image import _flag_parser
 from keras_slim.image import _flags
+from keras_slim.image import _keep_best
 from keras_slim.image import _task
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier
@@ -71,6 +80,7 @@ def parser():
     )
     _flags.add_deployment_flags(add)
     _flags.add_services_flags(add)
+    _flags.add_best_flags(add, training=True)
     _flags.add_optimization_flags(add)
     _flags.add_fine_tuning_flags(add)
     _flags.add_policy_flags(add)
@@ -128,6 +138,13 @@ def _check(p, flags):
             "flag --summarize_activations: synchronous steps over "
             "parameter servers apply on the coordinator, where the "
             "workers' batches are not; pass --nosummarize_activations"
+        )
+    if flags.keep_best and flags.num_ps_tasks:
+        p.error(
+            "flag --keep_best: not with parameter servers "
+            f"(--num_ps_tasks={flags.num_ps_tasks}); evaluate the "
+            "checkpoints with keras-slim-eval --eval_interval_secs, which "
+            "keeps the best"
         )
     if sync_ps:
         flags.task = 0  # the coordinator
@@ -271,6 +288,32 @@ def _held_out(model, flags, task):
     return results["accuracy"], results["count"]
 
 
+def _keep_best_callbacks(flags, train, held_out):
+    """`[KeepBest]` on the chief with `--keep_best`, its best so far read;
+    else `[]`. Its network is built before the trained one, which is
+    built after seeding: the training draws no other random numbers."""
+    if not flags.keep_best:
+        return []
+    _best_checkpoint.check_metric(
+        flags.best_metric, num_classes=train.num_classes
+    )
+    if held_out is None:
+        raise ValueError(
+            "flag --keep_best: the dataset has no held-out split to "
+            f"evaluate (--dataset_dir={flags.dataset_dir!r})"
+        )
+    keeper = _best_checkpoint.BestCheckpoint.open(
+        flags.train_dir, metric=flags.best_metric
+    )
+    network = nets.build(
+        train.model_name,
+        train.num_classes,
+        image_size=train.image_size,
+        channels=train.channels,
+    )
+    return [_keep_best.KeepBest(keeper, network=network, task=held_out)]
+
+
 def _warm_start(flags):
     if not flags.checkpoint_path:
         return None
@@ -310,7 +353,7 @@ def _activations(model, flags):
     return tuple(getattr(model, "slim_end_points", ())) or True
 
 
-def _train(model, data, flags, warm, config, progress):
+def _train(model, data, flags, warm, config, progress, *, more=()):
     """`keras_slim.train` with the flags' arguments."""
     keras_slim.train(
         model,
@@ -330,7 +373,7 @@ def _train(model, data, flags, warm, config, progress):
         rollback_on_nan=flags.rollback_on_nan,
         warm_start=warm,
         is_chief=config.is_chief,
-        callbacks=progress,
+        callbacks=[*progress, *more],
     )
 
 
@@ -364,9 +407,12 @@ def run(flags):
         image_size=flags.train_image_size,
         is_training=True,
     )
+    held_out = _held_out_task(flags) if config.is_chief else None
+    keep_best = (
+        _keep_best_callbacks(flags, train, held_out) if config.is_chief else []
+    )
     with strategy.scope(), _dtype_policy(flags.mixed_precision):
         model = _build(flags, train)
-    held_out = _held_out_task(flags) if config.is_chief else None
     data = _labelled_for(model, train.make_dataset)
     if not flags.num_ps_tasks:
         data = data(None)  # parameter-server workers call the function
@@ -376,7 +422,7 @@ def run(flags):
         progress = [_Progress(flags.max_number_of_steps)]
     try:
         with _task.images_named(train):
-            _train(model, data, flags, warm, config, progress)
+            _train(model, data, flags, warm, config, progress, more=keep_best)
     except (
         keras_slim.NanLossDuringTrainingError,
         keras_slim.CheckpointSaveError,
