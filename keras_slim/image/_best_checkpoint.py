@@ -268,8 +268,14 @@ class BestCheckpoint:
 
     def _swap(self, temp):
         old = os.path.join(self.parent, _OLD)
-        if os.path.isdir(self.directory):
+        had_best = os.path.isdir(self.directory)
+        if had_best:
             os.replace(self.directory, old)
-        os.replace(temp, self.directory)
+        try:
+            os.replace(temp, self.directory)
+        except OSError:
+            if had_best:
+                os.replace(old, self.directory)
+            raise
         _sync(self.parent)
         shutil.rmtree(old, ignore_errors=True)
