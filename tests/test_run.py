@@ -247,3 +247,50 @@ def test_records_step_losses_only_for_slim_models():
     assert records_step_losses(common.model())
     assert not records_step_losses(common.model("keras"))
     assert not records_step_losses(object())
+
+
+class SeenCheckpoints(StepCallback):
+    """Records `run.latest_checkpoint` at each batch end and at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self.seen.append(("begin", self.run.latest_checkpoint))
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        self.seen.append((self.counter.step, self.run.latest_checkpoint))
+
+    def on_train_end(self, logs=None):
+        self.seen.append(("end", self.run.latest_checkpoint))
+
+
+def test_the_latest_checkpoint_is_seen_at_the_batch_end_of_its_save(
+    tmp_path,
+):
+    _, _, data = common.full_batch()
+    directory = str(tmp_path / "run")
+    names = [f"{directory}/model.ckpt-{n}" for n in (2, 3)]
+    first = SeenCheckpoints()
+    common.fit(
+        common.model(),
+        data,
+        3,
+        [Checkpoints(directory, every_n_steps=2, every_n_secs=None), first],
+    )
+    assert first.seen == [
+        ("begin", None),
+        (1, None),
+        (2, names[0]),
+        (3, names[0]),
+        ("end", names[1]),  # the save at train end
+    ]
+    resumed = SeenCheckpoints()
+    common.fit(common.model(), data, 1, [Checkpoints(directory), resumed])
+    assert resumed.seen[0] == ("begin", names[1])
+    without = SeenCheckpoints()
+    common.fit(common.model(), data, 1, [without])
+    assert without.seen == [("begin", None), (1, None), ("end", None)]

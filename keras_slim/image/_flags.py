@@ -547,20 +547,20 @@ def add_best_flags(add, *, training):
         training: Whether for keras-slim-train (off by default: each
             save then costs an evaluation), else keras-slim-eval (on).
     """
-    where = "--train_dir" if training else "--eval_dir"
-    when = (
-        "the chief evaluates the held-out split at each checkpoint save "
-        "(with the moving averages, if any) and keeps "
+    kept = (
+        "The chief evaluates the held-out split at each checkpoint save "
+        "(the moving averages with --moving_average_decay) and keeps"
         if training
-        else "keep "
+        else "Keep"
     )
+    where = "--train_dir" if training else "--eval_dir"
     add(
         "keep_best",
         not training,
-        f"With this, {when}a copy of the checkpoint with the best "
-        f"--best_metric in {where}/best/ (a checkpoint directory, with "
-        "best.json), replaced only by a strictly better one, also across "
-        "reruns.",
+        f"{kept} a copy of the checkpoint with the best --best_metric in "
+        f"{where}/best/ (a checkpoint directory, with best.json), replaced "
+        "only by a strictly better one (a tie keeps the earlier), also "
+        "across reruns.",
         boolean=True,
     )
     add(
