@@ -42,6 +42,7 @@ cannot be read.
 import logging
 import os
 import sys
+import weakref
 
 import keras
 import tensorflow as tf
@@ -152,6 +153,30 @@ def evaluate(model, dataset, *, max_num_batches=None):
     print(results["accuracy"])
     ```
     """
+    metrics, step = _evaluation_step(model)
+    for metric in metrics.values():
+        metric.reset_state()
+    if max_num_batches is not None:
+        dataset = dataset.take(max_num_batches)
+    count = 0
+    for images, labels in dataset:
+        count += int(step(images, labels))
+    results = {name: float(m.result()) for name, m in metrics.items()}
+    results.setdefault("recall_5", None)
+    results["count"] = count
+    return results
+
+
+# A model's metrics and traced step, made once: evaluating the same model
+# again (each checkpoint a following eval or `--keep_best` restores)
+# reuses them instead of tracing a new function each time.
+_STEPS = weakref.WeakKeyDictionary()
+
+
+def _evaluation_step(model):
+    """The model's metrics and its `tf.function` step updating them."""
+    if model in _STEPS:
+        return _STEPS[model]
     classes = model.outputs[0].shape[-1]
     metrics = {
         "accuracy": keras.metrics.CategoricalAccuracy(),
@@ -175,15 +200,8 @@ def evaluate(model, dataset, *, max_num_batches=None):
                 metric.update_state(labels, logits)
         return tf.shape(images)[0]
 
-    if max_num_batches is not None:
-        dataset = dataset.take(max_num_batches)
-    count = 0
-    for images, labels in dataset:
-        count += int(step(images, labels))
-    results = {name: float(m.result()) for name, m in metrics.items()}
-    results.setdefault("recall_5", None)
-    results["count"] = count
-    return results
+    _STEPS[model] = metrics, step
+    return metrics, step
 
 
 def _eval_dir(flags):

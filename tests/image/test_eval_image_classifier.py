@@ -93,8 +93,9 @@ def test_train_then_eval(dataset, capsys):
     )
     evaluated = capsys.readouterr()
     assert code == 0, evaluated.err[-3000:]
-    line = evaluated.out.strip().splitlines()[-1]
+    line, kept = evaluated.out.strip().splitlines()[-2:]
     assert line.startswith("global step 60: eval/Accuracy = ")
+    assert kept.startswith("best | accuracy: ") and "global step: 60" in kept
     accuracy = float(line.split("eval/Accuracy = ")[1].split(",")[0])
     assert accuracy > 0.9  # chance is 1/3
     assert f"({expected} images)" in line
@@ -176,8 +177,9 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
 
     evaluated = evaluation.result()
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    line = evaluated.stdout.strip().splitlines()[-1]
+    line, kept = evaluated.stdout.strip().splitlines()[-2:]
     assert line.startswith("global step 0: eval/Accuracy = "), line
+    assert kept.startswith("best | accuracy: "), kept  # a TF-Slim checkpoint
     accuracy = float(line.split("eval/Accuracy = ")[1].split(",")[0])
     var_map = {
         name_map(v.path): v for v in checkpoints.variables_to_restore(model)
@@ -504,3 +506,33 @@ def test_an_image_that_does_not_decode_is_named_by_both_commands(
         f"{str(damaged['train'])!r}: Invalid PNG"
     ) in err
     assert "Traceback" not in err
+
+
+def test_evaluating_a_model_again_reuses_its_step_and_starts_afresh():
+    """Each checkpoint a following eval or `--keep_best` evaluates reuses
+    the model's traced step (no retracing per checkpoint), and each call
+    counts only its own batches: the results equal a plain numpy count."""
+    import keras
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(6)])
+    rng = np.random.default_rng(0)
+    first, second = (
+        (
+            rng.normal(size=(n, 4)).astype("float32"),
+            np.eye(6, dtype="float32")[rng.integers(0, 6, n)],
+        )
+        for n in (10, 7)
+    )
+
+    def expected(images, labels):
+        logits = model.predict(images, verbose=0)
+        return np.mean(logits.argmax(1) == labels.argmax(1))
+
+    for images, labels in (first, second, first):
+        data = tf.data.Dataset.from_tensor_slices((images, labels)).batch(4)
+        results = eval_cli.evaluate(model, data)
+        assert results["count"] == len(images)
+        assert results["accuracy"] == pytest.approx(expected(images, labels))
+    _, step = eval_cli._evaluation_step(model)
+    # One trace per batch shape: 4, then the last batches of 2 and 3.
+    assert step.experimental_get_tracing_count() == 3
