@@ -47,6 +47,7 @@ from keras_slim.errors import PREEMPTED_EXIT_CODE
 from keras_slim.image import _console
 from keras_slim.image import _flag_parser
 from keras_slim.image import _flags
+from keras_slim.image import _run_summary
 from keras_slim.image import _task
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier
@@ -80,6 +81,7 @@ def parser():
     _flags.add_quantization_flag(add, training=True)
     _flags.add_master_flag(add)
     _flags.add_logging_flags(add)
+    _flags.add_dry_run_flag(add)
     return p
 
 
@@ -143,7 +145,10 @@ def _check(p, flags):
             p.error(f"flag --checkpoint_path: {error}")
     try:
         check_writable(
-            "train_dir", flags.train_dir, what="checkpoints", create=True
+            "train_dir",
+            flags.train_dir,
+            what="checkpoints",
+            create=not flags.dry_run,
         )
     except ValueError as error:
         p.error(f"flag --train_dir: {error}")
@@ -180,24 +185,15 @@ def _policy(flags):
     )
 
 
-def _build(flags, task):
-    keras.utils.set_random_seed(0)
-    model = nets.build(
-        task.model_name,
-        task.num_classes,
-        image_size=task.image_size,
-        channels=task.channels,
-        weight_decay=flags.weight_decay,
-        gradient_policy=_policy(flags),
-    )
+def _schedule(flags, task):
+    """The learning rate's `optimization.DecaySchedule`, from the flags."""
     # TF-Slim's --sync_replicas: each step aggregates the batches of
     # --replicas_to_aggregate workers (parameter servers with
     # --sync_replicas; multi-worker replicas always).
     sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
     multi_worker = not flags.num_ps_tasks and flags.worker_replicas > 1
-    rate = optimization.configure_learning_rate(
+    return optimization.DecaySchedule.from_flags(
         task.num_samples,
-        None,
         learning_rate=flags.learning_rate,
         learning_rate_decay_type=flags.learning_rate_decay_type,
         num_epochs_per_decay=flags.num_epochs_per_decay,
@@ -207,6 +203,19 @@ def _build(flags, task):
         sync_replicas=sync_ps or multi_worker,
         replicas_to_aggregate=flags.replicas_to_aggregate,
     )
+
+
+def _build(flags, task, *, schedule=None):
+    keras.utils.set_random_seed(0)
+    model = nets.build(
+        task.model_name,
+        task.num_classes,
+        image_size=task.image_size,
+        channels=task.channels,
+        weight_decay=flags.weight_decay,
+        gradient_policy=_policy(flags),
+    )
+    rate = (schedule or _schedule(flags, task)).build()
     loss = keras.losses.CategoricalCrossentropy(
         from_logits=True, label_smoothing=flags.label_smoothing
     )
@@ -349,28 +358,67 @@ def _dtype_policy(name):
         keras.mixed_precision.set_global_policy(before)
 
 
+def _replicas(flags, strategy):
+    """The clones whose batches make one batch of the input: a
+    parameter-server worker's clones, else the strategy's replicas in
+    sync; without a strategy (`--dry_run` of a cluster, which connects to
+    none) the flags' clones on each of `--worker_replicas` workers."""
+    if flags.num_ps_tasks:
+        return flags.num_clones
+    if strategy is None:
+        return flags.num_clones * flags.worker_replicas
+    return strategy.num_replicas_in_sync
+
+
+def _say(text, flags):
+    """Logs `text`; prints it on stdout too when the log goes to stderr."""
+    _LOG.info("%s", text)
+    if flags.alsologtostderr or flags.logtostderr:
+        print(text)
+
+
 def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
-    strategy = config.strategy()  # before anything uses TensorFlow's devices
+    # A dry run of a cluster says what it would do from the flags alone.
+    cluster = config.kind in ("multi_worker", "parameter_server")
+    strategy = None
+    if not (flags.dry_run and cluster):
+        strategy = config.strategy()  # before TensorFlow's devices are used
 
-    _LOG.info("%s", config.describe())
-    clones = flags.num_clones if flags.num_ps_tasks else None
-    replicas = clones or strategy.num_replicas_in_sync
+    batch = _run_summary.batches(flags, _replicas(flags, strategy))
     train = _task.task(
         flags,
         split=flags.dataset_split_name,
-        batch_size=flags.batch_size * replicas,
+        batch_size=batch.input_batch,
         image_size=flags.train_image_size,
         is_training=True,
     )
-    with strategy.scope(), _dtype_policy(flags.mixed_precision):
-        model = _build(flags, train)
+    schedule = _schedule(flags, train)
+    scope = strategy.scope() if strategy else contextlib.nullcontext()
+    with scope, _dtype_policy(flags.mixed_precision):
+        model = _build(flags, train, schedule=schedule)
+    warm = _warm_start(flags)
+    if config.is_chief or flags.dry_run:
+        summary = _run_summary.summary(
+            flags,
+            config=config,
+            batch=batch,
+            train=train,
+            schedule=schedule,
+            model=model,
+            warm=warm,
+            resumed=_run_summary.resume_step(flags.train_dir),
+        )
+        _say(summary, flags)
+    else:
+        _LOG.info("%s", config.describe())
+    if flags.dry_run:
+        return 0
     held_out = _held_out_task(flags) if config.is_chief else None
     data = _labelled_for(model, train.make_dataset)
     if not flags.num_ps_tasks:
         data = data(None)  # parameter-server workers call the function
-    warm = _warm_start(flags)
     progress = []
     if sys.stdout.isatty() and flags.max_number_of_steps:
         progress = [_Progress(flags.max_number_of_steps)]
