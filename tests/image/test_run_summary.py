@@ -260,3 +260,29 @@ def test_dry_run_of_a_cluster_needs_none(
     assert code == 0, out
     for text in said:
         assert text in out
+
+
+def test_the_migration_guides_sample_is_what_the_command_prints(
+    monkeypatch, tmp_path, capsys
+):
+    import pathlib
+
+    guide = (
+        pathlib.Path(__file__).resolve().parents[2]
+        / "docs"
+        / "tutorials"
+        / "migrating.md"
+    ).read_text()
+    section = guide[guide.index("### What a run will do") :]
+    sample = section.split("```text\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(
+        [
+            *["--train_dir", "train_digits", "--num_clones", "2"],
+            *["--clone_on_cpu", "--max_number_of_steps", "600"],
+            *["--optimizer", "adam", "--learning_rate", "0.005"],
+            *["--opt_epsilon", "1e-7", "--freeze", "conv1", "--dry_run"],
+        ]
+    )
+    assert code == 0
+    assert summary_of(capsys.readouterr().out) == sample
