@@ -28,6 +28,15 @@ stopped training after a checkpoint was saved (TensorFlow's restart code:
 a job manager reruns the command, which resumes).
 
 Rerunning with the same `--train_dir` resumes from its latest checkpoint.
+
+Before the first step the chief prints what the run will do, in global
+terms (`_run_summary`): the deployment, the global batch, the steps of an
+epoch, the learning rate's decay in steps, the optimizer, the steps, the
+checkpoint it resumes or warm-starts from, the precision and the gradient
+policy's table. `--dry_run` prints it and exits 0 before the first step,
+writing nothing in `--train_dir`; it connects to no cluster (with
+`--worker_replicas` or `--num_ps_tasks` the deployment is said from the
+flags).
 """
 
 import contextlib

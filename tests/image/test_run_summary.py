@@ -128,14 +128,16 @@ def test_the_polynomial_decay_ends_at_the_step_named(
 def test_resume_warm_start_and_frozen_variables_are_named(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     quiet = ["--save_summaries_secs", "3600", "--batch_size", "8"]
+    quiet += ["--nosummarize_activations", "--nosummarize_variables"]
     assert (
         cli.main(["--train_dir", str(first), "--max_number_of_steps=2", *quiet])
         == 0
     )
     capsys.readouterr()
-    # The resume line names the checkpoint the run then resumes from.
+    # The resume line names the checkpoint the run then resumes from (a
+    # run already at --max_number_of_steps: it takes no step).
     assert (
-        cli.main(["--train_dir", str(first), "--max_number_of_steps=3", *quiet])
+        cli.main(["--train_dir", str(first), "--max_number_of_steps=2", *quiet])
         == 0
     )
     out = capsys.readouterr().out
@@ -143,9 +145,8 @@ def test_resume_warm_start_and_frozen_variables_are_named(tmp_path, capsys):
     assert said, out
     assert f"Resumed from {said.group(1)} (global step {said.group(2)})." in out
     assert said.group(1) == str(first / "model.ckpt-2")
-    assert (
-        "steps: to global step 3 (--max_number_of_steps): 1 steps from 2" in out
-    )
+    assert "steps: none: global step 2 is already --max_number_of_steps" in out
+    assert "loss = " not in out
     # Warm start names --checkpoint_path's checkpoint and its exclusions;
     # --trainable_scopes leaves the convolutions out of the policy's table.
     code = cli.main(
@@ -161,7 +162,7 @@ def test_resume_warm_start_and_frozen_variables_are_named(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert (
-        f"start: warm start from {first / 'model.ckpt-3'} (" in out
+        f"start: warm start from {first / 'model.ckpt-2'} (" in out
         and "excluding logits.* (--checkpoint_exclude_scopes)" in out
     ), out
     rows = {
@@ -187,7 +188,7 @@ def test_resume_warm_start_and_frozen_variables_are_named(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert f"resume from {first / 'model.ckpt-3'} (global step 3)" in out
+    assert f"resume from {first / 'model.ckpt-2'} (global step 2)" in out
     assert "is not used (a resumed run is not warm-started)" in out
     assert sorted(os.listdir(first)) == before
 
@@ -286,3 +287,21 @@ def test_the_migration_guides_sample_is_what_the_command_prints(
     )
     assert code == 0
     assert summary_of(capsys.readouterr().out) == sample
+
+
+def test_logged_to_stderr_the_summary_is_printed_on_stdout_too(
+    tmp_path, capsys
+):
+    from keras_slim.image import _console
+
+    try:
+        code = cli.main(
+            ["--train_dir", str(tmp_path), "--dry_run", "--alsologtostderr"]
+        )
+        captured = capsys.readouterr()
+    finally:
+        _console.configure(0)
+    assert code == 0
+    assert captured.out.count("keras-slim-train will:") == 1
+    assert captured.err.count("keras-slim-train will:") == 1
+    assert summary_of(captured.out) in captured.err
