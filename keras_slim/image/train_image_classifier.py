@@ -379,6 +379,21 @@ def _replicas(flags, strategy):
     return strategy.num_replicas_in_sync
 
 
+def _summary(flags, config, batch, train, schedule, model, warm):
+    """What the run will do (`_run_summary.summary`), resuming from the
+    newest checkpoint of `--train_dir`, as the run's resume finds it."""
+    return _run_summary.summary(
+        flags,
+        config=config,
+        batch=batch,
+        train=train,
+        schedule=schedule,
+        model=model,
+        warm=warm,
+        resumed=_run_summary.resume_step(flags.train_dir),
+    )
+
+
 def _say(text, flags):
     """Logs `text`; prints it on stdout too when the log goes to stderr."""
     _LOG.info("%s", text)
@@ -409,17 +424,9 @@ def run(flags):
         model = _build(flags, train, schedule=schedule)
     warm = _warm_start(flags)
     if config.is_chief or flags.dry_run:
-        summary = _run_summary.summary(
-            flags,
-            config=config,
-            batch=batch,
-            train=train,
-            schedule=schedule,
-            model=model,
-            warm=warm,
-            resumed=_run_summary.resume_step(flags.train_dir),
+        _say(
+            _summary(flags, config, batch, train, schedule, model, warm), flags
         )
-        _say(summary, flags)
     else:
         _LOG.info("%s", config.describe())
     if flags.dry_run:
