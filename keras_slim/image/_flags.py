@@ -613,3 +613,23 @@ def check_flags(p, flags, image_size_flag):
         p.error(f"flag --quantize_delay: {QUANTIZATION}")
     if getattr(flags, "quantize", False):
         p.error(f"flag --quantize: {QUANTIZATION}")
+
+
+def add_dry_run_flag(add):
+    """Adds `--dry_run`: say what the run would do, then exit.
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
+    add(
+        "dry_run",
+        False,
+        "Print what the run will do (the summary every run prints at its "
+        "start: the deployment, the global batch, the steps of an epoch, "
+        "the learning rate's decay in steps, the optimizer, the steps, the "
+        "checkpoint it resumes or warm-starts from, the precision, the "
+        "variables trained and frozen) and exit 0 before the first step, "
+        "writing nothing in --train_dir. Connects to no cluster: with "
+        "--worker_replicas or --num_ps_tasks the deployment is said from "
+        "the flags.",
+    )

@@ -28,6 +28,7 @@ flags it reads (TF-Slim gives its TF1 class the same arguments):
 - `sgd`: `GradientDescent(lr)`.
 """
 
+import dataclasses
 import math
 import numbers
 
@@ -39,11 +40,13 @@ from keras_slim import optimizers
 
 __all__ = [
     "DECAY_TYPES",
+    "DecaySchedule",
     "LEARNING_RATE_FLAGS",
     "OPTIMIZERS",
     "OPTIMIZER_FLAGS",
     "configure_learning_rate",
     "configure_optimizer",
+    "describe_optimizer",
 ]
 
 #: TF-Slim's `--optimizer` values.
@@ -172,7 +175,8 @@ def configure_optimizer(learning_rate, **flags):
     ```
     """
     f = _with_defaults(flags, _OPTIMIZER_DEFAULTS, "configure_optimizer")
-    build = _BUILDERS[_one_of("optimizer", f["optimizer"], OPTIMIZERS)]
+    cls, arguments = _arguments(f)
+    fixed = _OPTIMIZER_ARGUMENTS[f["optimizer"]][2]
     ema = {}
     if f["moving_average_decay"] is not None:
         ema = {"use_ema": True, "ema_momentum": f["moving_average_decay"]}
@@ -183,45 +187,107 @@ def configure_optimizer(learning_rate, **flags):
         )
     if k > 1:
         ema["gradient_accumulation_steps"] = int(k)
-    return build(learning_rate, f, ema)
+    values = {arg: value for arg, (_, value) in arguments.items()}
+    return cls(learning_rate, **values, **fixed, **ema)
 
 
-_BUILDERS = {
-    "adadelta": lambda rate, f, ema: optimizers.Adadelta(
-        rate, rho=f["adadelta_rho"], epsilon=f["opt_epsilon"], **ema
+#: Each `--optimizer`: its `keras_slim.optimizers` class, the flag of each
+#: argument TF-Slim gives its TF1 class, and fixed arguments. Building and
+#: `describe_optimizer` read this one table.
+_OPTIMIZER_ARGUMENTS = {
+    "adadelta": (
+        optimizers.Adadelta,
+        {"rho": "adadelta_rho", "epsilon": "opt_epsilon"},
+        {},
     ),
-    "adagrad": lambda rate, f, ema: optimizers.Adagrad(
-        rate,
-        initial_accumulator_value=f["adagrad_initial_accumulator_value"],
-        **ema,
+    "adagrad": (
+        optimizers.Adagrad,
+        {"initial_accumulator_value": "adagrad_initial_accumulator_value"},
+        {},
     ),
-    "adam": lambda rate, f, ema: optimizers.Adam(
-        rate,
-        beta1=f["adam_beta1"],
-        beta2=f["adam_beta2"],
-        epsilon=f["opt_epsilon"],
-        **ema,
+    "adam": (
+        optimizers.Adam,
+        {
+            "beta1": "adam_beta1",
+            "beta2": "adam_beta2",
+            "epsilon": "opt_epsilon",
+        },
+        {},
     ),
-    "ftrl": lambda rate, f, ema: optimizers.Ftrl(
-        rate,
-        learning_rate_power=f["ftrl_learning_rate_power"],
-        initial_accumulator_value=f["ftrl_initial_accumulator_value"],
-        l1_regularization_strength=f["ftrl_l1"],
-        l2_regularization_strength=f["ftrl_l2"],
-        **ema,
+    "ftrl": (
+        optimizers.Ftrl,
+        {
+            "learning_rate_power": "ftrl_learning_rate_power",
+            "initial_accumulator_value": "ftrl_initial_accumulator_value",
+            "l1_regularization_strength": "ftrl_l1",
+            "l2_regularization_strength": "ftrl_l2",
+        },
+        {},
     ),
-    "momentum": lambda rate, f, ema: optimizers.Momentum(
-        rate, momentum=f["momentum"], name="Momentum", **ema
+    "momentum": (
+        optimizers.Momentum,
+        {"momentum": "momentum"},
+        {"name": "Momentum"},
     ),
-    "rmsprop": lambda rate, f, ema: optimizers.RMSProp(
-        rate,
-        decay=f["rmsprop_decay"],
-        momentum=f["rmsprop_momentum"],
-        epsilon=f["opt_epsilon"],
-        **ema,
+    "rmsprop": (
+        optimizers.RMSProp,
+        {
+            "decay": "rmsprop_decay",
+            "momentum": "rmsprop_momentum",
+            "epsilon": "opt_epsilon",
+        },
+        {},
     ),
-    "sgd": lambda rate, f, ema: optimizers.GradientDescent(rate, **ema),
+    "sgd": (optimizers.GradientDescent, {}, {}),
 }
+
+
+def _arguments(f):
+    """`(class, {argument: (flag, value)})` of the flags' optimizer."""
+    name = _one_of("optimizer", f["optimizer"], OPTIMIZERS)
+    cls, flag_of, _ = _OPTIMIZER_ARGUMENTS[name]
+    return cls, {arg: (flag, f[flag]) for arg, flag in flag_of.items()}
+
+
+def describe_optimizer(**flags):
+    """The optimizer `configure_optimizer(rate, **flags)` builds, in words.
+
+    The class and each argument with the flag that gives it, as TF-Slim's
+    TF1 optimizer takes it; then Keras's moving average and gradient
+    accumulation when the flags set them.
+
+    Args:
+        **flags: The flags `configure_optimizer` takes, by name.
+
+    Returns:
+        One line, such as `"rmsprop: RMSProp(decay=0.9 --rmsprop_decay,
+        momentum=0.9 --rmsprop_momentum, epsilon=1.0 --opt_epsilon)"`.
+
+    Raises:
+        TypeError: for a flag name TF-Slim's helper does not read.
+        ValueError: for an `optimizer` not in `OPTIMIZERS`.
+
+    Example:
+    ```python
+    from keras_slim.image import optimization
+
+    print(optimization.describe_optimizer(optimizer="adam"))
+    # adam: Adam(beta1=0.9 --adam_beta1, beta2=0.999 --adam_beta2,
+    #   epsilon=1.0 --opt_epsilon)
+    ```
+    """
+    f = _with_defaults(flags, _OPTIMIZER_DEFAULTS, "describe_optimizer")
+    cls, arguments = _arguments(f)
+    said = ", ".join(
+        f"{arg}={value!r} --{flag}" for arg, (flag, value) in arguments.items()
+    )
+    text = f"{f['optimizer']}: {cls.__name__}({said})"
+    if f["moving_average_decay"] is not None:
+        text += (
+            f"; moving average of the weights, decay "
+            f"{f['moving_average_decay']!r} --moving_average_decay"
+        )
+    return text
 
 
 def _positive(name, value):
@@ -270,6 +336,160 @@ def _decay_steps(num_samples_per_epoch, f):
     return steps
 
 
+@dataclasses.dataclass(frozen=True)
+class DecaySchedule:
+    """The learning rate of TF-Slim's flags, described before it is built.
+
+    `from_flags` reads the flags once (TF-Slim's decay steps included);
+    `build()` makes the Keras schedule the optimizer evaluates and
+    `describe()` says it in steps, so what a run prints is what it trains
+    with. Each `kind` is one entry of a table of builders and descriptions.
+
+    Attributes:
+        kind: The `learning_rate_decay_type` (one of `DECAY_TYPES`).
+        learning_rate: The initial rate.
+        decay_steps: TF-Slim's decay steps (a float when divided by
+            `replicas_to_aggregate`); `None` for `fixed`.
+        decay_factor: `learning_rate_decay_factor` (`exponential`).
+        end_learning_rate: The rate `polynomial` ends at.
+        num_samples_per_epoch: The examples of an epoch.
+        num_epochs_per_decay: The flag the decay steps come from.
+        batch_size: The batch the decay steps count (TF-Slim's
+            `--batch_size`, per clone).
+        replicas_to_aggregate: The divisor of the decay steps on
+            synchronous replicas, else `None`.
+
+    Example:
+    ```python
+    from keras_slim.image import optimization
+
+    schedule = optimization.DecaySchedule.from_flags(1000, batch_size=100)
+    schedule.decay_steps  # 20 = int(1000 * 2.0 / 100)
+    schedule.describe()
+    # 'exponential: 0.01 x 0.94 every 2 epochs = 20 steps (staircase)'
+    schedule.build()(20)  # 0.01 * 0.94
+    ```
+    """
+
+    kind: str
+    learning_rate: float
+    decay_steps: float = None
+    decay_factor: float = None
+    end_learning_rate: float = None
+    num_samples_per_epoch: int = None
+    num_epochs_per_decay: float = None
+    batch_size: int = None
+    replicas_to_aggregate: int = None
+
+    @classmethod
+    def from_flags(cls, num_samples_per_epoch, **flags):
+        """The schedule of TF-Slim's flags.
+
+        Args:
+            num_samples_per_epoch: The examples of an epoch.
+            **flags: TF-Slim's flags by name (`LEARNING_RATE_FLAGS`), each
+                defaulting to TF-Slim's default.
+
+        Returns:
+            A `DecaySchedule`.
+
+        Raises:
+            TypeError: for a flag not in `LEARNING_RATE_FLAGS`.
+            ValueError: as `configure_learning_rate`.
+        """
+        f = _with_defaults(
+            flags, LEARNING_RATE_FLAGS, "DecaySchedule.from_flags"
+        )
+        kind = _one_of(
+            "learning_rate_decay_type",
+            f["learning_rate_decay_type"],
+            DECAY_TYPES,
+        )
+        rate = float(_positive("learning_rate", f["learning_rate"]))
+        if kind == "fixed":
+            return cls(kind, rate)
+        steps = _decay_steps(num_samples_per_epoch, f)
+        if kind == "exponential":
+            decay = {
+                "decay_factor": _positive(
+                    "learning_rate_decay_factor",
+                    f["learning_rate_decay_factor"],
+                )
+            }
+        else:
+            decay = {
+                "end_learning_rate": _non_negative(
+                    "end_learning_rate", f["end_learning_rate"]
+                )
+            }
+        return cls(
+            kind,
+            rate,
+            decay_steps=steps,
+            num_samples_per_epoch=num_samples_per_epoch,
+            num_epochs_per_decay=f["num_epochs_per_decay"],
+            batch_size=f["batch_size"],
+            replicas_to_aggregate=(
+                f["replicas_to_aggregate"] if f["sync_replicas"] else None
+            ),
+            **decay,
+        )
+
+    def build(self):
+        """What a Keras optimizer takes: a float (`fixed`) or a
+        `keras.optimizers.schedules.LearningRateSchedule` of the step."""
+        return _KINDS[self.kind][0](self)
+
+    def describe(self):
+        """The schedule in steps, one line: `"exponential: 0.01 x 0.94
+        every 2 epochs = 62 steps (staircase)"`."""
+        return f"{self.kind}: {_KINDS[self.kind][1](self)}"
+
+    def steps_text(self):
+        """The decay steps and where TF-Slim's formula takes them from:
+        `"2 epochs = 62 steps"`, `"... = 62 / 4 replicas = 15.5 steps"`."""
+        steps = int(
+            self.num_samples_per_epoch
+            * self.num_epochs_per_decay
+            / self.batch_size
+        )
+        text = f"{self.num_epochs_per_decay:g} epochs = {steps} steps"
+        if self.replicas_to_aggregate is not None:
+            text += (
+                f" / {self.replicas_to_aggregate} replicas to aggregate = "
+                f"{self.decay_steps:g} steps"
+            )
+        return text
+
+
+#: Each decay type: `(build, describe)` of a `DecaySchedule`.
+_KINDS = {
+    "exponential": (
+        lambda s: schedules.ExponentialDecay(
+            s.learning_rate, s.decay_steps, s.decay_factor, staircase=True
+        ),
+        lambda s: (
+            f"{s.learning_rate:g} x {s.decay_factor:g} every "
+            f"{s.steps_text()} (staircase)"
+        ),
+    ),
+    "fixed": (lambda s: s.learning_rate, lambda s: f"{s.learning_rate:g}"),
+    "polynomial": (
+        lambda s: schedules.PolynomialDecay(
+            s.learning_rate,
+            s.decay_steps,
+            s.end_learning_rate,
+            power=1.0,
+            cycle=False,
+        ),
+        lambda s: (
+            f"{s.learning_rate:g} to {s.end_learning_rate:g} "
+            f"linearly over {s.steps_text()}, then {s.end_learning_rate:g}"
+        ),
+    ),
+}
+
+
 def configure_learning_rate(num_samples_per_epoch, global_step, **flags):
     """The learning rate TF-Slim's `_configure_learning_rate` returns.
 
@@ -281,6 +501,7 @@ def configure_learning_rate(num_samples_per_epoch, global_step, **flags):
     `int(num_samples_per_epoch * num_epochs_per_decay / batch_size)`,
     divided (true division: a float) by `replicas_to_aggregate` when
     `sync_replicas` (each synchronous step consumes that many batches).
+    `DecaySchedule.from_flags(...).build()`.
 
     Args:
         num_samples_per_epoch: The examples of an epoch.
@@ -313,26 +534,9 @@ def configure_learning_rate(num_samples_per_epoch, global_step, **flags):
     ```
     """
     f = _with_defaults(flags, LEARNING_RATE_FLAGS, "configure_learning_rate")
-    kind = _one_of(
-        "learning_rate_decay_type", f["learning_rate_decay_type"], DECAY_TYPES
-    )
-    rate = _rate(kind, num_samples_per_epoch, f)
+    rate = DecaySchedule.from_flags(num_samples_per_epoch, **f).build()
     if global_step is None:
         return rate
-    if kind == "fixed":
+    if isinstance(rate, float):
         return tf.constant(rate, tf.float32)
     return rate(global_step)
-
-
-def _rate(kind, num_samples_per_epoch, f):
-    rate = float(_positive("learning_rate", f["learning_rate"]))
-    if kind == "fixed":
-        return rate
-    steps = _decay_steps(num_samples_per_epoch, f)
-    if kind == "exponential":
-        factor = _positive(
-            "learning_rate_decay_factor", f["learning_rate_decay_factor"]
-        )
-        return schedules.ExponentialDecay(rate, steps, factor, staircase=True)
-    end = _non_negative("end_learning_rate", f["end_learning_rate"])
-    return schedules.PolynomialDecay(rate, steps, end, power=1.0, cycle=False)

@@ -35,6 +35,15 @@ with the moving averages when training keeps them, the training weights
 untouched) and keeps the best by `--best_metric` in `<train_dir>/best/`,
 as keras-slim-eval keeps it (not with parameter servers: evaluate their
 checkpoints with keras-slim-eval).
+
+Before the first step the chief prints what the run will do, in global
+terms (`_run_summary`): the deployment, the global batch, the steps of an
+epoch, the learning rate's decay in steps, the optimizer, the steps, the
+checkpoint it resumes or warm-starts from, the precision and the gradient
+policy's table. `--dry_run` prints it and exits 0 before the first step,
+writing nothing in `--train_dir`; it connects to no cluster (with
+`--worker_replicas` or `--num_ps_tasks` the deployment is said from the
+flags).
 """
 
 import contextlib
@@ -56,6 +65,7 @@ from keras_slim.image import _console
 from keras_slim.image import _flag_parser
 from keras_slim.image import _flags
 from keras_slim.image import _keep_best
+from keras_slim.image import _run_summary
 from keras_slim.image import _task
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier
@@ -90,6 +100,7 @@ def parser():
     _flags.add_quantization_flag(add, training=True)
     _flags.add_master_flag(add)
     _flags.add_logging_flags(add)
+    _flags.add_dry_run_flag(add)
     return p
 
 
@@ -160,7 +171,10 @@ def _check(p, flags):
             p.error(f"flag --checkpoint_path: {error}")
     try:
         check_writable(
-            "train_dir", flags.train_dir, what="checkpoints", create=True
+            "train_dir",
+            flags.train_dir,
+            what="checkpoints",
+            create=not flags.dry_run,
         )
     except ValueError as error:
         p.error(f"flag --train_dir: {error}")
@@ -197,24 +211,15 @@ def _policy(flags):
     )
 
 
-def _build(flags, task):
-    keras.utils.set_random_seed(0)
-    model = nets.build(
-        task.model_name,
-        task.num_classes,
-        image_size=task.image_size,
-        channels=task.channels,
-        weight_decay=flags.weight_decay,
-        gradient_policy=_policy(flags),
-    )
+def _schedule(flags, task):
+    """The learning rate's `optimization.DecaySchedule`, from the flags."""
     # TF-Slim's --sync_replicas: each step aggregates the batches of
     # --replicas_to_aggregate workers (parameter servers with
     # --sync_replicas; multi-worker replicas always).
     sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
     multi_worker = not flags.num_ps_tasks and flags.worker_replicas > 1
-    rate = optimization.configure_learning_rate(
+    return optimization.DecaySchedule.from_flags(
         task.num_samples,
-        None,
         learning_rate=flags.learning_rate,
         learning_rate_decay_type=flags.learning_rate_decay_type,
         num_epochs_per_decay=flags.num_epochs_per_decay,
@@ -224,6 +229,19 @@ def _build(flags, task):
         sync_replicas=sync_ps or multi_worker,
         replicas_to_aggregate=flags.replicas_to_aggregate,
     )
+
+
+def _build(flags, task, *, schedule=None):
+    keras.utils.set_random_seed(0)
+    model = nets.build(
+        task.model_name,
+        task.num_classes,
+        image_size=task.image_size,
+        channels=task.channels,
+        weight_decay=flags.weight_decay,
+        gradient_policy=_policy(flags),
+    )
+    rate = (schedule or _schedule(flags, task)).build()
     loss = keras.losses.CategoricalCrossentropy(
         from_logits=True, label_smoothing=flags.label_smoothing
     )
@@ -392,31 +410,78 @@ def _dtype_policy(name):
         keras.mixed_precision.set_global_policy(before)
 
 
+def _replicas(flags, strategy):
+    """The clones whose batches make one batch of the input: a
+    parameter-server worker's clones, else the strategy's replicas in
+    sync; without a strategy (`--dry_run` of a cluster, which connects to
+    none) the flags' clones on each of `--worker_replicas` workers."""
+    if flags.num_ps_tasks:
+        return flags.num_clones
+    if strategy is None:
+        return flags.num_clones * flags.worker_replicas
+    return strategy.num_replicas_in_sync
+
+
+def _summary(flags, config, batch, train, schedule, model, warm):
+    """What the run will do (`_run_summary.summary`), resuming from the
+    newest checkpoint of `--train_dir`, as the run's resume finds it."""
+    return _run_summary.summary(
+        flags,
+        config=config,
+        batch=batch,
+        train=train,
+        schedule=schedule,
+        model=model,
+        warm=warm,
+        resumed=_run_summary.resume_step(flags.train_dir),
+    )
+
+
+def _say(text, flags):
+    """Logs `text`; prints it on stdout too when the log goes to stderr."""
+    _LOG.info("%s", text)
+    if flags.alsologtostderr or flags.logtostderr:
+        print(text)
+
+
 def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
-    strategy = config.strategy()  # before anything uses TensorFlow's devices
+    # A dry run of a cluster says what it would do from the flags alone.
+    cluster = config.kind in ("multi_worker", "parameter_server")
+    strategy = None
+    if not (flags.dry_run and cluster):
+        strategy = config.strategy()  # before TensorFlow's devices are used
 
-    _LOG.info("%s", config.describe())
-    clones = flags.num_clones if flags.num_ps_tasks else None
-    replicas = clones or strategy.num_replicas_in_sync
+    batch = _run_summary.batches(flags, _replicas(flags, strategy))
     train = _task.task(
         flags,
         split=flags.dataset_split_name,
-        batch_size=flags.batch_size * replicas,
+        batch_size=batch.input_batch,
         image_size=flags.train_image_size,
         is_training=True,
     )
-    held_out = _held_out_task(flags) if config.is_chief else None
-    keep_best = (
-        _keep_best_callbacks(flags, train, held_out) if config.is_chief else []
-    )
-    with strategy.scope(), _dtype_policy(flags.mixed_precision):
-        model = _build(flags, train)
+    schedule = _schedule(flags, train)
+    held_out, keep_best = None, []
+    if config.is_chief and not flags.dry_run:
+        held_out = _held_out_task(flags)
+        # Before the model: KeepBest's network of its own is built first.
+        keep_best = _keep_best_callbacks(flags, train, held_out)
+    scope = strategy.scope() if strategy else contextlib.nullcontext()
+    with scope, _dtype_policy(flags.mixed_precision):
+        model = _build(flags, train, schedule=schedule)
+    warm = _warm_start(flags)
+    if config.is_chief or flags.dry_run:
+        _say(
+            _summary(flags, config, batch, train, schedule, model, warm), flags
+        )
+    else:
+        _LOG.info("%s", config.describe())
+    if flags.dry_run:
+        return 0
     data = _labelled_for(model, train.make_dataset)
     if not flags.num_ps_tasks:
         data = data(None)  # parameter-server workers call the function
-    warm = _warm_start(flags)
     progress = []
     if sys.stdout.isatty() and flags.max_number_of_steps:
         progress = [_Progress(flags.max_number_of_steps)]
