@@ -51,9 +51,11 @@ from keras_slim.image.datasets import layouts
 
 _LOG = logging.getLogger("keras_slim")
 
-#: The formats `export_model` writes, by `--output_file`.
 SAVED_MODEL = "saved_model"
+"""`export_model`'s format for a directory: a SavedModel."""
+
 TFLITE = "tflite"
+"""`export_model`'s format for a name ending `.tflite`: a LiteRT model."""
 
 
 def parser():
@@ -178,7 +180,7 @@ def output_format(output_file):
     """What `export_model` writes to `output_file`.
 
     Args:
-        output_file: The `--output_file`.
+        output_file: The `--output_file` (a string or a path-like object).
 
     Returns:
         `TFLITE` for a name ending `.tflite`, else `SAVED_MODEL`.
@@ -193,6 +195,7 @@ def output_format(output_file):
     output_format("/tmp/mobilenet.tflite")  # "tflite"
     ```
     """
+    output_file = os.fspath(output_file) if output_file else ""
     if not output_file:
         raise ValueError(
             "You must supply the path to save to with --output_file: a "
@@ -288,7 +291,8 @@ def export_model(
             (`nets.build`'s; a second output, TF-Slim's AuxLogits, is
             left out).
         output_file: A directory for a SavedModel (signature
-            `serving_default`), or a name ending `.tflite`.
+            `serving_default`), or a name ending `.tflite` (a string or
+            a path-like object).
         batch_size: The input's fixed batch size, or `None` for any.
             Defaults to `None`.
         is_training: Run the model with `training=True` (batch
@@ -314,7 +318,7 @@ def export_model(
     """
     kind = output_format(output_file)
     _check_options(kind, is_training=is_training, quantize=quantize)
-    output_file = os.path.abspath(output_file)
+    output_file = os.path.abspath(os.fspath(output_file))
     parent, name = os.path.split(output_file)
     os.makedirs(parent, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=parent, prefix=f".{name}.") as tmp:
