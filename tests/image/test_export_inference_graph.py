@@ -29,11 +29,12 @@ _VALUE = ".ATTRIBUTES/VARIABLE_VALUE"
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A train_dir of digits_cnn after 40 steps with moving averages."""
+    """A train_dir of digits_cnn after 150 steps with moving averages
+    (fewer leave batch norm's statistics unsettled: one class for all)."""
     train_dir = tmp_path_factory.mktemp("export") / "train"
     code = train_cli.main(
         [
-            *["--train_dir", str(train_dir), "--max_number_of_steps", "40"],
+            *["--train_dir", str(train_dir), "--max_number_of_steps", "150"],
             *["--batch_size", "32", "--moving_average_decay", "0.9"],
             *["--optimizer", "adam", "--learning_rate", "0.01"],
             *["--save_summaries_secs", "3600", "--log_every_n_steps", "50"],
@@ -47,7 +48,7 @@ def trained(tmp_path_factory):
 @pytest.fixture(scope="module")
 def images():
     _, (x, _) = digits.load()
-    return x  # the 359 held-out digits, 8x8x1 in [0, 1]
+    return x  # the 355 held-out digits, 8x8x1 in [0, 1]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def exports(trained):
     model = nets.build("digits_cnn", 10)
     prefix = tf.train.latest_checkpoint(str(trained))
     step, averaged = training_state.restore_for_inference(model, prefix)
-    assert (step, averaged) == (40, True)
+    assert (step, averaged) == (150, True)
     return paths, model
 
 
@@ -114,10 +115,10 @@ def test_the_litert_models_float_and_quantized(exports, images):
     quantized = _lite(paths["quantized"], images)
     size = {k: os.path.getsize(paths[k]) for k in ("float", "quantized")}
     assert size["quantized"] < 0.6 * size["float"]
-    agree = np.mean(
-        quantized["logits"].argmax(-1) == expected.argmax(-1)
-    )  # 1.0 measured: 359 of 359 digits
-    assert agree >= 0.95, agree
+    predicted = expected.argmax(-1)
+    assert len(np.unique(predicted)) >= 5  # not one class for all
+    agree = np.mean(quantized["logits"].argmax(-1) == predicted)
+    assert agree >= 0.95, agree  # measured: 1.0, 355 of 355 digits
 
 
 _FRESH = textwrap.dedent(
