@@ -581,8 +581,8 @@ QUANTIZATION = (
 )
 
 
-def check_flags(p, flags, image_size_flag):
-    """Cross-flag checks shared by both commands (`p.error`: exit code 2)."""
+def check_image_size(p, flags, image_size_flag):
+    """Refuses an image size below the net's minimum (`p.error`)."""
     size = getattr(flags, image_size_flag.lstrip("-"))
     if size is not None and size < nets.minimum_image_size(flags.model_name):
         p.error(
@@ -590,18 +590,30 @@ def check_flags(p, flags, image_size_flag):
             f"of at least {nets.minimum_image_size(flags.model_name)} "
             f"pixels, got {size}"
         )
+
+
+def check_digits_flags(p, flags):
+    """Refuses `--labels` off the bundled digits and `--labels_offset` on
+    them (`p.error`)."""
+    digits = flags.dataset_dir is None and flags.dataset_name == DIGITS
+    if not digits and flags.labels is not None:
+        p.error("flag --labels: only for the bundled digits")
+    if digits and flags.labels_offset:
+        p.error(
+            "flag --labels_offset: the bundled digits have no "
+            f"background class to offset; got {flags.labels_offset}"
+        )
+
+
+def check_flags(p, flags, image_size_flag):
+    """Cross-flag checks shared by both commands (`p.error`: exit code 2)."""
+    check_image_size(p, flags, image_size_flag)
     if flags.dataset_dir is None and flags.dataset_name != DIGITS:
         p.error(
             f"flag --dataset_name: {flags.dataset_name!r} needs "
             "--dataset_dir (only 'digits' is bundled)"
         )
-    if flags.dataset_dir is not None and flags.labels is not None:
-        p.error("flag --labels: only for the bundled digits")
-    if flags.dataset_dir is None and flags.labels_offset:
-        p.error(
-            "flag --labels_offset: the bundled digits have no "
-            f"background class to offset; got {flags.labels_offset}"
-        )
+    check_digits_flags(p, flags)
     if flags.master:
         p.error(
             f"flag --master: {flags.master!r} is a TF1 session target; "

@@ -47,14 +47,12 @@ import weakref
 import keras
 import tensorflow as tf
 
-from keras_slim import _checkpoint_readers
-from keras_slim import checkpoints
-from keras_slim import training_state
 from keras_slim.image import _best_checkpoint
 from keras_slim.image import _console
 from keras_slim.image import _flag_parser
 from keras_slim.image import _flag_types
 from keras_slim.image import _flags
+from keras_slim.image import _inference_checkpoint
 from keras_slim.image import _task
 from keras_slim.image import nets
 
@@ -213,50 +211,13 @@ def _eval_dir(flags):
     return os.path.join(directory, "eval")
 
 
-def _restore_tf_slim(model, path, flags):
-    """Restores a TF-Slim checkpoint (TF1, TF-Slim's names) into the net,
-    every variable (batch-norm statistics too) from TF-Slim's name; with
-    `--moving_average_decay`, a trainable variable's moving average
-    (`<name>/ExponentialMovingAverage`) where the checkpoint holds it, as
-    TF-Slim's eval_image_classifier restored them.
-
-    Returns:
-        `(global_step, used_averages)`.
-
-    Raises:
-        ValueError: naming the variables the checkpoint lacks.
-    """
-    name_map = nets.slim_name_map(flags.model_name)
-    saved = {v.name for v in checkpoints.list_variables(path)}
-    trainable = {id(v) for v in model.trainable_variables}
-    var_map, averaged = {}, False
-    for variable in checkpoints.variables_to_restore(model):
-        name = name_map(variable.path)
-        average = f"{name}/ExponentialMovingAverage"
-        use = flags.moving_average_decay and id(variable) in trainable
-        if use and average in saved:
-            name, averaged = average, True
-        var_map[name] = variable
-    checkpoints.assign_from_checkpoint(path, var_map)
-    reader = tf.train.load_checkpoint(path)
-    step = reader.get_tensor("global_step") if "global_step" in saved else 0
-    return int(step), averaged
-
-
-def _restore(model, path, flags):
-    """Restores checkpoint `path` into `model`: `(global_step,
-    used_averages)`; a checkpoint that cannot be read raises `ValueError`
-    naming it."""
-    try:
-        if checkpoints.checkpoint_format(path) == "tf1":
-            return _restore_tf_slim(model, path, flags)
-        return training_state.restore_for_inference(model, path)
-    except (tf.errors.OpError, IndexError) as error:
-        raise _checkpoint_readers.damaged(path, error) from None
-
-
 def _evaluate_checkpoint(model, task, path, writer, flags, *, keeper=None):
-    step, averaged = _restore(model, path, flags)
+    step, averaged = _inference_checkpoint.restore(
+        model,
+        path,
+        model_name=flags.model_name,
+        moving_average_decay=flags.moving_average_decay,
+    )
     with _task.images_named(task):
         results = evaluate(
             model,
@@ -356,41 +317,14 @@ def run(flags):
     return 0
 
 
-def _check_checkpoint_path(p, flags):
-    """Refuses a `--checkpoint_path` that is not a checkpoint (or a
-    directory of them), before any data is read."""
-    path = flags.checkpoint_path
-    if not os.path.exists(path) and not tf.io.gfile.glob(path + ".index"):
-        p.error(
-            f"flag --checkpoint_path: {path!r} is neither a directory nor a "
-            "checkpoint prefix"
-        )
-    if os.path.isdir(path):
-        # The latest; a directory without one waits, or `run` says so.
-        if flags.eval_interval_secs is not None:
-            return
-        path = tf.train.latest_checkpoint(path)
-        if path is None:
-            return
-    try:
-        kind = checkpoints.checkpoint_format(path)
-    except (FileNotFoundError, ValueError) as error:
-        p.error(f"flag --checkpoint_path: {error}")
-    if kind == "keras":
-        p.error(
-            f"flag --checkpoint_path: {path!r} is a Keras weights file; "
-            "keras-slim-eval evaluates checkpoints: a directory of "
-            "keras-slim-train's, a checkpoint prefix (such as "
-            "'model.ckpt-123') of keras-slim-train or of TF-Slim"
-        )
-
-
 def main(argv=None):
     """The console script `keras-slim-eval`."""
     p = parser()
     flags = p.parse_args(argv)
     _flags.check_flags(p, flags, "--eval_image_size")
-    _check_checkpoint_path(p, flags)
+    _inference_checkpoint.check_checkpoint_path(
+        p, flags.checkpoint_path, purpose="evaluates", waits=True
+    )
     _console.configure(
         flags.verbosity, flags.alsologtostderr or flags.logtostderr
     )

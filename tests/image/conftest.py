@@ -95,6 +95,7 @@ def _empty_directory(directory):
     return str(path), {
         "train": f"The directory {str(path)!r} holds no checkpoint",
         "eval": f"No checkpoint in --checkpoint_path={str(path)!r}",
+        "export": f"flag --checkpoint_path: no checkpoint in {str(path)!r}",
     }
 
 
@@ -111,8 +112,10 @@ def _empty_directory(directory):
 )
 def bad_checkpoint(request, tmp_path):
     """A `--checkpoint_path` that is not a checkpoint: `(path, {command:
-    what its error says})`, `"both"` for both commands."""
+    what its error says})`, `"both"` for every command (train, eval,
+    export)."""
     path, said = request.param(tmp_path)
     said.setdefault("train", said.get("both"))
     said.setdefault("eval", said.get("both"))
+    said.setdefault("export", said.get("both"))
     return path, said
