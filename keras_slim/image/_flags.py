@@ -216,7 +216,10 @@ def add_optimization_flags(add):
     add(
         "learning_rate_decay_type",
         "exponential",
-        "Specifies how the learning rate is decayed.",
+        "Specifies how the learning rate is decayed. cosine (not "
+        "TF-Slim's): from --learning_rate to --end_learning_rate over the "
+        "steps after the warmup up to --max_number_of_steps (unset: over "
+        "--num_epochs_per_decay epochs), then at --end_learning_rate.",
         choices=optimization.DECAY_TYPES,
     )
     add(
@@ -235,7 +238,16 @@ def add_optimization_flags(add):
         "end_learning_rate",
         0.0001,
         "The minimal end learning rate used by a polynomial decay "
-        "learning rate.",
+        "learning rate (and the floor of a cosine decay).",
+        parse=non_negative_float,
+    )
+    add(
+        "warmup_epochs",
+        0.0,
+        "Epochs of linear warmup from 0 to --learning_rate before the "
+        "decay (any --learning_rate_decay_type), which then starts; 0: no "
+        "warmup. Counted in global steps of the global batch, as the "
+        "decay steps.",
         parse=non_negative_float,
     )
     for name, (default, text) in optimization.OPTIMIZER_FLAGS.items():

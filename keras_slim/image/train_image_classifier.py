@@ -206,6 +206,8 @@ def _build(flags, task):
         batch_size=flags.batch_size,
         sync_replicas=sync_ps or multi_worker,
         replicas_to_aggregate=flags.replicas_to_aggregate,
+        warmup_epochs=flags.warmup_epochs,
+        max_number_of_steps=flags.max_number_of_steps,
     )
     loss = keras.losses.CategoricalCrossentropy(
         from_logits=True, label_smoothing=flags.label_smoothing
