@@ -22,6 +22,7 @@ from keras_slim.image._flag_types import non_negative_float
 from keras_slim.image._flag_types import non_negative_int
 from keras_slim.image._flag_types import positive_float
 from keras_slim.image._flag_types import positive_int
+from keras_slim.image._flag_types import randaugment
 from keras_slim.image._flag_types import scopes
 
 #: The `--dataset_name` of the bundled digits.
@@ -497,6 +498,39 @@ def add_data_flags(add, *, training):
         None,
         "The digits to keep, e.g. 0-4 or 5,7 (digits only; default all ten).",
         parse=labels,
+    )
+
+
+def add_augmentation_flags(add):
+    """Adds keras-slim-train's recipe flags (not TF-Slim's; all off by
+    default): `--randaugment`, `--mixup_alpha`, `--cutmix_alpha`.
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
+    add(
+        "randaugment",
+        None,
+        "N,M: Keras's RandAugment on each training image (timm's "
+        "rand-mM-nN): N of its 11 operations (1-11), each at most M/10 "
+        "(M in 0-10) of its strength, on the decoded image before the "
+        "preprocessing. Unset: off.",
+        parse=randaugment,
+    )
+    add(
+        "mixup_alpha",
+        0.0,
+        "MixUp's Beta(alpha, alpha) on each training batch (Keras's "
+        "MixUp; soft labels); 0: off.",
+        parse=non_negative_float,
+    )
+    add(
+        "cutmix_alpha",
+        0.0,
+        "CutMix's Beta(alpha, alpha), at most 1 (Keras's CutMix; the "
+        "label weight is the pasted area); 0: off. With --mixup_alpha "
+        "each batch gets one or the other, 0.5 each.",
+        parse=non_negative_float,
     )
 
 

@@ -77,6 +77,7 @@ def parser():
     _flags.add_precision_flag(add)
     _flags.add_model_flags(add, image_size_flag="--train_image_size")
     _flags.add_data_flags(add, training=True)
+    _flags.add_augmentation_flags(add)
     _flags.add_quantization_flag(add, training=True)
     _flags.add_master_flag(add)
     _flags.add_logging_flags(add)
