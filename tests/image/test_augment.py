@@ -125,6 +125,19 @@ def test_a_pipeline_restored_at_a_position_goes_on_as_the_uninterrupted(
     assert ((labels > 0) & (labels < 1)).any()
 
 
+def test_a_dataset_function_traced_in_a_tf_function_makes_its_layers_once():
+    """Parameter-server workers trace the dataset function: the layers'
+    (unused) seed-generator variables are made once, outside it."""
+    recipe = _augment.Augmentation(randaugment=(1, 5), mixup_alpha=0.8)
+    make = digits.dataset_fn(*digits.load()[0], 8, 10, augmentation=recipe)
+
+    @tf.function
+    def first_labels():
+        return make().take(1).get_single_element()[1]
+
+    np.testing.assert_allclose(first_labels().numpy().sum(1), 1.0, rtol=1e-6)
+
+
 def _batch(seed):
     """4 distinct images, each its own class (a one-hot of 4)."""
     images = np.random.default_rng(seed).uniform(size=(4, 8, 8, 3))

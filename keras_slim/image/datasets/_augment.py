@@ -84,6 +84,12 @@ class Augmentation:
     randaugment: tuple | None = None
     mixup_alpha: float = 0.0
     cutmix_alpha: float = 0.0
+    # Each layer is made once: its seed generator is a variable, which a
+    # dataset function traced twice (parameter-server workers) must not
+    # make again.
+    _layers: dict = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self):
         if self.randaugment is not None:
@@ -101,6 +107,15 @@ class Augmentation:
         """Whether batches are mixed (MixUp or CutMix)."""
         return self.mixup_alpha > 0 or self.cutmix_alpha > 0
 
+    def _layer(self, layer_class, **arguments):
+        """The `layer_class(**arguments)` this recipe made, or a new one,
+        made outside any function being traced."""
+        key = (layer_class.__name__, *sorted(arguments.items()))
+        if key not in self._layers:
+            with tf.init_scope():
+                self._layers[key] = layer_class(**arguments)
+        return self._layers[key]
+
     def image_fn(self, value_range):
         """`(image, seed) -> image`: RandAugment, or `None` when off.
 
@@ -115,8 +130,9 @@ class Augmentation:
         if self.randaugment is None:
             return None
         num_ops, magnitude = self.randaugment
-        layer = keras.layers.RandAugment(
-            value_range=value_range,
+        layer = self._layer(
+            keras.layers.RandAugment,
+            value_range=tuple(value_range),
             num_ops=int(num_ops),
             factor=magnitude / MAX_MAGNITUDE,
         )
@@ -139,10 +155,14 @@ class Augmentation:
             return None
         mixup = cutmix = None
         if self.mixup_alpha > 0:
-            mixup = _mixer(keras.layers.MixUp(alpha=self.mixup_alpha))
+            mixup = _mixer(
+                self._layer(keras.layers.MixUp, alpha=self.mixup_alpha)
+            )
         if self.cutmix_alpha > 0:
             alpha = self.cutmix_alpha
-            cutmix = _mixer(keras.layers.CutMix(factor=(alpha, alpha)))
+            cutmix = _mixer(
+                self._layer(keras.layers.CutMix, factor=(alpha, alpha))
+            )
         if mixup is None or cutmix is None:
             return mixup or cutmix
 
