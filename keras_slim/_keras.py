@@ -46,6 +46,7 @@ __all__ = [
     "micro_step_counter",
     "moving_averages",
     "random_transformation",
+    "rand_augment_chosen",
     "rand_augment_ops",
     "optimizer_variable_index",
     "reduce_step_outputs_auto",
@@ -570,6 +571,27 @@ def random_transformation(layer, data, seeds):
         return layer.get_random_transformation(data, training=True, seed=seeds)
     finally:
         layer.generator = before
+
+
+def rand_augment_chosen(layer, images, change):
+    """`RandAugment.transform_images(images, change)`, running only the
+    chosen operations: Keras's runs all 11 for each of the `num_ops` and
+    keeps one (tf.where). Reads the transformation's `layer_idxes` and
+    `transforms` (sub-layer attribute name -> its transformation)."""
+    names = list(change["transforms"])
+
+    def branch(name):
+        sub = getattr(layer, name)
+        return lambda x: sub.transform_images(x, change["transforms"][name])
+
+    branches = [branch(name) for name in names]
+    for i in range(layer.num_ops):
+        index = change["layer_idxes"][i]
+        images = tf.switch_case(
+            index, [lambda f=f, x=images: f(x) for f in branches]
+        )
+        images = tf.cast(images, layer.compute_dtype)
+    return images
 
 
 def rand_augment_ops():

@@ -89,24 +89,6 @@ def test_the_same_seed_and_position_draw_the_same_image():
     assert len(distinct) >= 6 and image.numpy().tobytes() not in distinct
 
 
-def test_running_only_the_chosen_ops_is_keras_rand_augment():
-    """Keras's `transform_images` runs every operation and keeps the
-    chosen; running only the chosen gives its images."""
-    layer = keras.layers.RandAugment(value_range=(0, 255), factor=0.9)
-    images = np.random.default_rng(2).integers(0, 256, (1, 20, 20, 3))
-    images = tf.constant(images, tf.float32)
-    chosen = set()
-    for k in range(16):
-        seeds = _keras.StatelessSeeds(tf.constant([0, k], tf.int64))
-        change = _keras.random_transformation(layer, images, seeds)
-        chosen.update(change["layer_idxes"].numpy().tolist())
-        np.testing.assert_array_equal(
-            _augment._rand_augment_chosen(layer, images, change),
-            layer.transform_images(images, change),
-        )
-    assert len(chosen) >= 8  # most of the 11 operations
-
-
 @pytest.mark.parametrize("source", ["shards", "digits"])
 def test_a_pipeline_restored_at_a_position_goes_on_as_the_uninterrupted(
     source, shards, tmp_path

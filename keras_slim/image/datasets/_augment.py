@@ -144,7 +144,7 @@ class Augmentation:
             seeds = _keras.StatelessSeeds(_fold(seed, _RANDAUGMENT_TAG))
             batch = tf.cast(image, tf.float32)[None]
             change = _keras.random_transformation(layer, batch, seeds)
-            out = _rand_augment_chosen(layer, batch, change)[0]
+            out = _keras.rand_augment_chosen(layer, batch, change)[0]
             if image.dtype == tf.uint8:
                 return tf.cast(tf.clip_by_value(tf.round(out), 0, 255), "uint8")
             return tf.cast(out, image.dtype)
@@ -222,26 +222,6 @@ def _check_randaugment(value):
             "operations of Keras's RandAugment), magnitude a number in "
             f"[0, {MAX_MAGNITUDE}] (timm's rand-mM-nN)",
         )
-
-
-def _rand_augment_chosen(layer, images, change):
-    """`layer.transform_images(images, change)`, running only the chosen
-    operations: Keras's runs all 11 for each of the `num_ops` and keeps
-    one (tf.where), some 20 times slower per image."""
-    names = list(change["transforms"])
-
-    def branch(name):
-        sub = getattr(layer, name)
-        return lambda x: sub.transform_images(x, change["transforms"][name])
-
-    branches = [branch(name) for name in names]
-    for i in range(layer.num_ops):
-        index = change["layer_idxes"][i]
-        images = tf.switch_case(
-            index, [lambda f=f, x=images: f(x) for f in branches]
-        )
-        images = tf.cast(images, layer.compute_dtype)
-    return images
 
 
 def _fold(seed, tag):
