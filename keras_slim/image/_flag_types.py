@@ -147,3 +147,15 @@ def labels(text):
     if len(set(labels)) != len(labels) or len(labels) < 2:
         raise ValueError(f"need at least 2 distinct digits: {text!r}")
     return labels
+
+
+@_syntax("N,M: integers, or N,M with M a number")
+def randaugment(text):
+    """`N,M` (timm's `rand-mM-nN`) -> `(N, M)`; ranges are checked by
+    `datasets.load` (`Augmentation`)."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError(
+            f"must be N,M (operations per image, magnitude 0-10): {text!r}"
+        )
+    return _int(parts[0].strip()), _float(parts[1].strip())

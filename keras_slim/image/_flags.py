@@ -23,6 +23,7 @@ from keras_slim.image._flag_types import non_negative_float
 from keras_slim.image._flag_types import non_negative_int
 from keras_slim.image._flag_types import positive_float
 from keras_slim.image._flag_types import positive_int
+from keras_slim.image._flag_types import randaugment
 from keras_slim.image._flag_types import scopes
 
 #: The `--dataset_name` of the bundled digits.
@@ -217,7 +218,10 @@ def add_optimization_flags(add):
     add(
         "learning_rate_decay_type",
         "exponential",
-        "Specifies how the learning rate is decayed.",
+        "Specifies how the learning rate is decayed. cosine (not "
+        "TF-Slim's): from --learning_rate to --end_learning_rate over the "
+        "steps after the warmup up to --max_number_of_steps (unset: over "
+        "--num_epochs_per_decay epochs), then at --end_learning_rate.",
         choices=optimization.DECAY_TYPES,
     )
     add(
@@ -236,7 +240,16 @@ def add_optimization_flags(add):
         "end_learning_rate",
         0.0001,
         "The minimal end learning rate used by a polynomial decay "
-        "learning rate.",
+        "learning rate (and the floor of a cosine decay).",
+        parse=non_negative_float,
+    )
+    add(
+        "warmup_epochs",
+        0.0,
+        "Epochs of linear warmup from 0 to --learning_rate before the "
+        "decay (any --learning_rate_decay_type), which then starts; 0: no "
+        "warmup. Counted in global steps of the global batch, as the "
+        "decay steps.",
         parse=non_negative_float,
     )
     for name, (default, text) in optimization.OPTIMIZER_FLAGS.items():
@@ -486,6 +499,39 @@ def add_data_flags(add, *, training):
         None,
         "The digits to keep, e.g. 0-4 or 5,7 (digits only; default all ten).",
         parse=labels,
+    )
+
+
+def add_augmentation_flags(add):
+    """Adds keras-slim-train's recipe flags (not TF-Slim's; all off by
+    default): `--randaugment`, `--mixup_alpha`, `--cutmix_alpha`.
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
+    add(
+        "randaugment",
+        None,
+        "N,M: Keras's RandAugment on each training image (timm's "
+        "rand-mM-nN): N of its 11 operations (1-11), each at most M/10 "
+        "(M in 0-10) of its strength, on the decoded image before the "
+        "preprocessing. Unset: off.",
+        parse=randaugment,
+    )
+    add(
+        "mixup_alpha",
+        0.0,
+        "MixUp's Beta(alpha, alpha) on each training batch (Keras's "
+        "MixUp; soft labels); 0: off.",
+        parse=non_negative_float,
+    )
+    add(
+        "cutmix_alpha",
+        0.0,
+        "CutMix's Beta(alpha, alpha), at most 1 (Keras's CutMix; the "
+        "label weight is the pasted area); 0: off. With --mixup_alpha "
+        "each batch gets one or the other, 0.5 each.",
+        parse=non_negative_float,
     )
 
 

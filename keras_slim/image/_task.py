@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from keras_slim.image import datasets
 from keras_slim.image import nets
+from keras_slim.image.datasets import _augment
 from keras_slim.image.datasets import _pipeline
 from keras_slim.image.datasets import digits
 from keras_slim.image.datasets import layouts
@@ -110,6 +111,15 @@ def _digits_images(image_size, channels):
     return convert
 
 
+def _recipe(flags):
+    """The augmentation flags of keras-slim-train (eval has none)."""
+    return {
+        "randaugment": getattr(flags, "randaugment", None),
+        "mixup_alpha": getattr(flags, "mixup_alpha", 0.0),
+        "cutmix_alpha": getattr(flags, "cutmix_alpha", 0.0),
+    }
+
+
 def task(flags, *, split, batch_size, image_size, is_training):
     """The `Task` of the flags for one split.
 
@@ -120,7 +130,8 @@ def task(flags, *, split, batch_size, image_size, is_training):
         split: The split's name (`--dataset_split_name`).
         batch_size: The (global) batch size.
         image_size: The image size flag's value, or `None`.
-        is_training: Whether the data is shuffled, repeated and augmented.
+        is_training: Whether the data is shuffled, repeated and augmented
+            (with `--randaugment`, `--mixup_alpha`, `--cutmix_alpha`).
 
     Returns:
         A `Task`.
@@ -148,7 +159,13 @@ def task(flags, *, split, batch_size, image_size, is_training):
         channels = 1 if gray else 3
         convert = _digits_images(size, channels)
         if is_training:
-            make = digits.dataset_fn(x, y, batch_size, len(labels))
+            make = digits.dataset_fn(
+                x,
+                y,
+                batch_size,
+                len(labels),
+                augmentation=_augment.from_arguments(True, **_recipe(flags)),
+            )
         else:
 
             def make(input_context=None):
@@ -184,6 +201,7 @@ def task(flags, *, split, batch_size, image_size, is_training):
             num_readers=getattr(flags, "num_readers", 4),
             num_preprocessing_threads=flags.num_preprocessing_threads,
             use_grayscale=flags.use_grayscale,
+            **(_recipe(flags) if is_training else {}),
         )
 
     loaded = load()  # checks the files before any step

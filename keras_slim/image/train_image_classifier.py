@@ -97,6 +97,7 @@ def parser():
     _flags.add_precision_flag(add)
     _flags.add_model_flags(add, image_size_flag="--train_image_size")
     _flags.add_data_flags(add, training=True)
+    _flags.add_augmentation_flags(add)
     _flags.add_quantization_flag(add, training=True)
     _flags.add_master_flag(add)
     _flags.add_logging_flags(add)
@@ -228,6 +229,8 @@ def _schedule(flags, task):
         batch_size=flags.batch_size,
         sync_replicas=sync_ps or multi_worker,
         replicas_to_aggregate=flags.replicas_to_aggregate,
+        warmup_epochs=flags.warmup_epochs,
+        max_number_of_steps=flags.max_number_of_steps,
     )
 
 

@@ -9,6 +9,7 @@ must end where TF1's does. The same child evaluates TF1's learning rates
 at many steps for `configure_learning_rate`'s.
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -128,6 +129,8 @@ OTHER_RATE_FLAGS = {
 }
 # With TF-Slim's defaults: int(160 * 2.0 / 32) = 10 steps per decay.
 NUM_SAMPLES = 160
+# TF-Slim's decay types (cosine is not: tested against TF1's below).
+SLIM_DECAY_TYPES = ("exponential", "fixed", "polynomial")
 
 
 def _spec(flags, num_samples=NUM_SAMPLES):
@@ -154,7 +157,7 @@ CASES = {
     )
     for name in optimization.OPTIMIZERS
     for variant in ("defaults", "other")
-    for kind in optimization.DECAY_TYPES
+    for kind in SLIM_DECAY_TYPES
 }
 
 RATE_STEPS = list(range(101)) + [1600, 1601, 1602, 3202, 3203, 80072, 10**6]
@@ -167,7 +170,7 @@ RATES = {
             }
         )
         for variant in ("defaults", "other")
-        for kind in optimization.DECAY_TYPES
+        for kind in SLIM_DECAY_TYPES
     },
     # ImageNet on 50 synchronous replicas: 80072 / 50 = 1601.44 steps.
     **{
@@ -369,10 +372,10 @@ def test_zero_decay_steps_are_an_error_naming_the_values(kind):
         ),
         (
             lambda: optimization.configure_learning_rate(
-                100, None, learning_rate_decay_type="cosine"
+                100, None, learning_rate_decay_type="linear"
             ),
             ValueError,
-            "Received: learning_rate_decay_type='cosine'. Expected one of",
+            "Received: learning_rate_decay_type='linear'. Expected one of",
         ),
         (
             lambda: optimization.configure_learning_rate(
@@ -434,3 +437,175 @@ def test_gradient_accumulation_steps_is_checked():
         0.1, optimizer="sgd", gradient_accumulation_steps=2
     )
     assert optimizer.gradient_accumulation_steps == 2
+
+
+# --- cosine and warmup (not TF-Slim's) --------------------------------------
+
+
+def _tf1(decay, *args, **kwargs):
+    """TF1's decay function at a step, eagerly (it returns a callable)."""
+    return float(getattr(tf.compat.v1.train, decay)(*args, **kwargs)())
+
+
+def _rates(num_samples, steps, **flags):
+    schedule = optimization.configure_learning_rate(num_samples, None, **flags)
+    return [float(schedule(step)) for step in steps]
+
+
+@pytest.mark.parametrize(
+    "flags, decay_steps",
+    [
+        # To --max_number_of_steps when it is set ...
+        ({"max_number_of_steps": 40}, 40),
+        # ... else over num_epochs_per_decay epochs: int(1000 * 2.0 / 32).
+        ({}, 62),
+        ({"num_epochs_per_decay": 0.5, "batch_size": 50}, 10),
+        # Global steps: divided by replicas_to_aggregate, as TF-Slim's.
+        ({"sync_replicas": True, "replicas_to_aggregate": 4}, 62 / 4),
+    ],
+)
+def test_cosine_equals_tf1_cosine_decay(flags, decay_steps):
+    flags = {"learning_rate": 0.1, "end_learning_rate": 0.004, **flags}
+    steps = range(0, 70, 3)
+    got = _rates(1000, steps, learning_rate_decay_type="cosine", **flags)
+    want = [
+        _tf1("cosine_decay", 0.1, step, decay_steps, alpha=0.004 / 0.1)
+        for step in steps
+    ]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got[-1] == pytest.approx(0.004)  # the floor, after the decay
+
+
+@pytest.mark.parametrize(
+    "kind, tf1_decay",
+    [
+        ("cosine", lambda step: _tf1("cosine_decay", 0.1, step, 30, 0.01)),
+        (
+            "exponential",
+            lambda step: _tf1(
+                "exponential_decay", 0.1, step, 10, 0.5, staircase=True
+            ),
+        ),
+        (
+            "polynomial",
+            lambda step: _tf1("polynomial_decay", 0.1, step, 10, 0.001),
+        ),
+        ("fixed", lambda step: 0.1),
+    ],
+)
+def test_warmup_ramps_then_every_decay_starts(kind, tf1_decay):
+    """1 epoch = int(500 / 50) = 10 steps of linear ramp from 0, then the
+    decay from its step 0 (the cosine lasts to --max_number_of_steps)."""
+    flags = {
+        "learning_rate": 0.1,
+        "batch_size": 50,
+        "num_epochs_per_decay": 1.0,
+        "learning_rate_decay_factor": 0.5,
+        "end_learning_rate": 0.001,
+        "warmup_epochs": 1.0,
+        "max_number_of_steps": 40,
+    }
+    steps = list(range(45))
+    got = _rates(500, steps, learning_rate_decay_type=kind, **flags)
+    ramp = 0.1 * np.arange(10) / 10
+    np.testing.assert_allclose(got[:10], ramp, rtol=1e-6, atol=1e-9)
+    after = [tf1_decay(step - 10) for step in steps[10:]]
+    np.testing.assert_allclose(got[10:], after, rtol=1e-6)
+
+
+def test_the_ramp_is_keras_cosine_decays_own_warmup():
+    """`CosineDecay(warmup_target=, warmup_steps=)` computes the same
+    rates as the one ramp every decay type has."""
+    flags = {"learning_rate": 0.2, "end_learning_rate": 0.01}
+    got = _rates(
+        640,
+        range(60),
+        learning_rate_decay_type="cosine",
+        warmup_epochs=0.25,  # int(640 * 0.25 / 32) = 5 steps
+        max_number_of_steps=50,
+        **flags,
+    )
+    keras_own = keras.optimizers.schedules.CosineDecay(
+        0.0, 45, alpha=0.05, warmup_target=0.2, warmup_steps=5
+    )
+    want = [float(keras_own(step)) for step in range(60)]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_warmup_steps_are_global_steps_as_the_decays():
+    schedule = optimization.configure_learning_rate(
+        1281167,
+        None,
+        warmup_epochs=5.0,
+        batch_size=32,
+        sync_replicas=True,
+        replicas_to_aggregate=4,
+    )
+    assert schedule.warmup_steps == int(1281167 * 5.0 / 32) / 4
+    assert schedule.schedule.decay_steps == int(1281167 * 2.0 / 32) / 4
+
+
+def test_without_the_recipe_flags_the_schedules_are_tf_slims():
+    for kind, cls in [
+        ("exponential", keras.optimizers.schedules.ExponentialDecay),
+        ("polynomial", keras.optimizers.schedules.PolynomialDecay),
+    ]:
+        schedule = optimization.configure_learning_rate(
+            1000, None, learning_rate_decay_type=kind, warmup_epochs=0.0
+        )
+        assert type(schedule) is cls
+    fixed = optimization.configure_learning_rate(
+        1000, None, learning_rate_decay_type="fixed"
+    )
+    assert fixed == 0.01
+
+
+def test_the_warmup_schedule_round_trips_through_keras_config():
+    schedule = optimization.configure_learning_rate(
+        1000, None, learning_rate_decay_type="cosine", warmup_epochs=0.5
+    )
+    again = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(schedule)
+    )
+    steps = [0, 7, 15, 16, 40, 100]
+    assert [float(again(s)) for s in steps] == [
+        float(schedule(s)) for s in steps
+    ]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            {"warmup_epochs": -1.0},
+            "Received: warmup_epochs=-1.0. Expected a non-negative number",
+        ),
+        (
+            {"warmup_epochs": 0.01},
+            "Received: warmup_epochs=0.01, which is 0 steps of 32",
+        ),
+        (
+            {"warmup_epochs": 2.0, "max_number_of_steps": 62},
+            "warmup_epochs=2.0, 62 steps, not fewer than "
+            "max_number_of_steps=62",
+        ),
+        (
+            {
+                "learning_rate_decay_type": "cosine",
+                "num_epochs_per_decay": None,
+            },
+            "'cosine' needs a length. Received: max_number_of_steps=None, "
+            "num_epochs_per_decay=None",
+        ),
+        (
+            {
+                "learning_rate_decay_type": "cosine",
+                "end_learning_rate": 0.1,
+            },
+            "Received: end_learning_rate=0.1 above learning_rate=0.01",
+        ),
+    ],
+)
+def test_bad_recipe_values_are_named(flags, message):
+    with pytest.raises(ValueError, match=message):
+        optimization.configure_learning_rate(1000, None, **flags)

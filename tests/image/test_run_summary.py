@@ -125,6 +125,34 @@ def test_the_polynomial_decay_ends_at_the_step_named(
     assert epochs == pytest.approx(steps * 128 / num_samples, rel=1e-2)
 
 
+def test_the_warmup_and_cosine_end_at_the_steps_named(
+    monkeypatch, tmp_path, capsys
+):
+    """With the recipes' schedule the summary names the warmup's steps
+    and the cosine's: the built schedule reaches the rate at the first
+    and the floor at the second, counted from the warmup's end."""
+    model, _ = captured_run(
+        monkeypatch,
+        [
+            *["--train_dir", str(tmp_path), "--batch_size=32"],
+            "--learning_rate_decay_type=cosine",
+            *["--warmup_epochs=1", "--max_number_of_steps=100"],
+            *["--learning_rate=0.1", "--end_learning_rate=0.002"],
+        ],
+    )
+    text = summary_of(capsys.readouterr().out)
+    warmup = number(r"linear warmup from 0 over 1 epochs = (\d+) steps", text)
+    cosine = number(r"cosine: 0.1 to 0.002 over (\d+) steps", text)
+    assert warmup + cosine == 100  # the cosine ends at the last step
+    schedule = built_schedule(model)
+    assert float(schedule(warmup // 2)) == pytest.approx(
+        0.1 * (warmup // 2) / warmup
+    )
+    assert float(schedule(warmup)) == pytest.approx(0.1)
+    assert float(schedule(warmup + cosine)) == pytest.approx(0.002)
+    assert float(schedule(warmup + cosine - 5)) > 0.002
+
+
 def test_resume_warm_start_and_frozen_variables_are_named(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     quiet = ["--save_summaries_secs", "3600", "--batch_size", "8"]

@@ -8,6 +8,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_slim.image.datasets import _augment
+
 #: The channels images are decoded to.
 CHANNELS = 3
 # The ops of a pipeline whose errors an undecodable image raises.
@@ -187,6 +189,9 @@ class Pipeline:
             `--labels_offset`). Defaults to `0`.
         parallel_calls: Parallel decode and preprocessing calls
             (`--num_preprocessing_threads`); `None`: tf.data's autotune.
+        augmentation: An `_augment.Augmentation` (training only):
+            RandAugment on each decoded image before the preprocessing,
+            MixUp / CutMix on each batch; `None`: none (nothing built).
     """
 
     def __init__(
@@ -200,6 +205,7 @@ class Pipeline:
         channels=CHANNELS,
         labels_offset=0,
         parallel_calls=None,
+        augmentation=None,
     ):
         self.preprocess = preprocess
         self.image_size = image_size
@@ -210,6 +216,7 @@ class Pipeline:
         self.channels = channels
         self.labels_offset = labels_offset
         self.parallel_calls = parallel_calls or tf.data.AUTOTUNE
+        self.augmentation = augmentation
 
     def shuffle(self, data, buffer_size):
         """Shuffles and repeats in training; one pass otherwise."""
@@ -227,6 +234,9 @@ class Pipeline:
         parallel map, as reading a file or parsing a record should.
         """
 
+        # Decoded uint8 images: RandAugment's range is (0, 255).
+        augment = self.augmentation and self.augmentation.image_fn((0, 255))
+
         # The preprocessing is TensorFlow ops with no Python control flow
         # on tensors: AutoGraph's conversion of it (seconds per pipeline,
         # at every start of the commands) has nothing to convert.
@@ -237,6 +247,8 @@ class Pipeline:
                 encoded, channels=self.channels, expand_animations=False
             )
             seed = tf.stack([tf.constant(self.seed, tf.int64), index])
+            if augment is not None:
+                image = augment(image, seed)
             size = self.image_size
             image = self.preprocess(image, size, size, seed=seed)
             return image, label - self.labels_offset
@@ -252,4 +264,5 @@ class Pipeline:
         data = data.batch(self.batch_size, drop_remainder=self.is_training)
         # One op per batch, not per image.
         data = data.map(one_hot, num_parallel_calls=tf.data.AUTOTUNE)
+        data = _augment.mix_batches(data, self.augmentation, self.seed)
         return data.prefetch(tf.data.AUTOTUNE)

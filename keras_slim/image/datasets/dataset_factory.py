@@ -77,6 +77,7 @@ import tensorflow as tf
 
 from keras_slim import _validation
 from keras_slim.image import preprocessing
+from keras_slim.image.datasets import _augment
 from keras_slim.image.datasets import _pipeline
 from keras_slim.image.datasets import folders
 from keras_slim.image.datasets import layouts
@@ -245,6 +246,9 @@ def load(
     num_readers=tfrecords.READERS,
     num_preprocessing_threads=None,
     use_grayscale=False,
+    randaugment=None,
+    mixup_alpha=0.0,
+    cutmix_alpha=0.0,
 ):
     """Reads the images of `split` from `dataset_dir` into a tf.data pipeline.
 
@@ -285,6 +289,20 @@ def load(
             (`--use_grayscale`; `get_preprocessing(...,
             use_grayscale=True)`); images of one channel stay as they are.
             Defaults to `False`.
+        randaugment: `(num_ops, magnitude)` (training only): Keras's
+            `RandAugment(value_range=(0, 255), num_ops=num_ops,
+            factor=magnitude / 10)` on each decoded image, before the
+            preprocessing (timm's `rand-mM-nN`: `num_ops` in [1, 11],
+            `magnitude` in [0, 10]), seeded with `[seed, its index in the
+            stream]` as the preprocessing. Defaults to `None` (off).
+        mixup_alpha: Non-negative float (training only): Keras's
+            `MixUp(alpha=mixup_alpha)` on each batch, seeded with `[seed,
+            the batch's index in the stream]`; labels become soft.
+            Defaults to `0.0` (off).
+        cutmix_alpha: Float in [0, 1] (training only): Keras's
+            `CutMix` with Beta(`cutmix_alpha`, `cutmix_alpha`), the label
+            weight the pasted pixels' fraction; with `mixup_alpha`, each
+            batch is one or the other (0.5 each). Defaults to `0.0` (off).
 
     Returns:
         An `ImageData`.
@@ -303,7 +321,9 @@ def load(
             validation image; when `batch_size` is larger than the images
             of a training split; for a split the named dataset does not
             have; for labels below `labels_offset`; for a truncated or
-            damaged shard (naming its first unreadable record).
+            damaged shard (naming its first unreadable record); for
+            `randaugment`, `mixup_alpha` or `cutmix_alpha` out of range
+            or set for an eval split (`is_training=False`).
 
     Example:
     ```python
@@ -324,6 +344,12 @@ def load(
             "num_preprocessing_threads", num_preprocessing_threads
         )
     image_size = _validation.positive_int("image_size", image_size)
+    augmentation = _augment.from_arguments(
+        is_training,
+        randaugment=randaugment,
+        mixup_alpha=mixup_alpha,
+        cutmix_alpha=cutmix_alpha,
+    )
     preprocessing.get_preprocessing(
         preprocessing_name,
         is_training=is_training,
@@ -363,6 +389,7 @@ def load(
         channels=source.channels,
         labels_offset=labels_offset,
         parallel_calls=num_preprocessing_threads,
+        augmentation=augmentation,
     )
     class_names = source.class_names
     if class_names is not None:

@@ -8,6 +8,8 @@ command prints.
 import numpy as np
 import tensorflow as tf
 
+from keras_slim.image.datasets import _augment
+
 NUM_CLASSES = 10
 
 
@@ -40,11 +42,13 @@ def load(labels=None, seed=0):
     return (x[~test], y[~test]), (x[test], y[test])
 
 
-def dataset_fn(x, y, batch_size, num_classes, seed=0):
+def dataset_fn(x, y, batch_size, num_classes, seed=0, augmentation=None):
     """A dataset function: shuffled, repeated, one-hot labels, batched.
 
     Each input pipeline (a worker under parameter servers) shuffles with
-    its own seed.
+    its own seed. An `_augment.Augmentation` adds RandAugment on each
+    image (range (0, 1)) and MixUp / CutMix on each batch, seeded by
+    their position in the stream as in `datasets.load`.
     """
 
     def make(input_context=None):
@@ -53,6 +57,10 @@ def dataset_fn(x, y, batch_size, num_classes, seed=0):
             (x, tf.one_hot(y, num_classes))
         )
         data = data.shuffle(len(x), seed=seed + pipeline)
-        return data.repeat().batch(batch_size, drop_remainder=True)
+        data = _augment.augment_images(
+            data.repeat(), augmentation, seed + pipeline, (0, 1)
+        )
+        data = data.batch(batch_size, drop_remainder=True)
+        return _augment.mix_batches(data, augmentation, seed + pipeline)
 
     return make
