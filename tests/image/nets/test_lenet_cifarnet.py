@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 from keras_slim.image import nets
+from keras_slim.image.nets._local_response_norm import (
+    LocalResponseNormalization,
+)
 from tests.image.nets import peer
 
 WEIGHT_DECAY = 0.004
@@ -70,3 +73,26 @@ def test_weight_decay_is_tf_slims(slim, name):
             expected["penalties"].sum(),
             rtol=1e-5,
         )
+
+
+def test_local_response_normalization_is_the_formula_and_round_trips():
+    """`x / (bias + alpha * sum of x**2 over channels c-r..c+r) ** beta`,
+    in numpy; the layer rebuilt from its config gives the same."""
+    x = np.random.default_rng(0).normal(0, 30, (2, 3, 3, 8))
+    radius, bias, alpha, beta = 2, 1.5, 0.01, 0.75
+    squares = np.square(x)
+    window = np.stack(
+        [
+            squares[..., max(0, c - radius) : c + radius + 1].sum(-1)
+            for c in range(8)
+        ],
+        axis=-1,
+    )
+    expected = x / (bias + alpha * window) ** beta
+    layer = LocalResponseNormalization(
+        radius, bias=bias, alpha=alpha, beta=beta, name="norm1"
+    )
+    again = LocalResponseNormalization.from_config(layer.get_config())
+    for got in (layer(x.astype("float32")), again(x.astype("float32"))):
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert again.name == "norm1"
