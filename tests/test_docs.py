@@ -137,45 +137,58 @@ def _readme_data(root):
         )
 
 
+def sh_blocks(section):
+    """The ```sh blocks of a `### ` section of the migration guide."""
+    text = (DOCS / "tutorials" / "migrating.md").read_text()
+    body = text.split(f"\n### {section}\n", 1)[1]
+    body = re.split(r"^#{1,3} ", body, maxsplit=1, flags=re.MULTILINE)[0]
+    return SH_BLOCK.findall(body)
+
+
+def start_sh(block, tmp_path, short):
+    """Starts a block in bash, `/tmp/` as `tmp_path`, `short`'s flags of
+    its command appended; returns `(script, process)`."""
+    script = block.replace("/tmp/", f"{tmp_path}/").rstrip()
+    command = next(c for c in short if c in script)
+    bin_dir = pathlib.Path(sys.executable).parent
+    return script, subprocess.Popen(
+        ["bash", "-euc", script + short[command]],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=bare_env(PATH=f"{bin_dir}:/usr/bin:/bin", HOME=str(tmp_path)),
+    )
+
+
+def finish_all(started):
+    """Waits for the started blocks; each must succeed. Returns their
+    outputs (`stdout`, `stderr`) in order."""
+    try:
+        done = []
+        for script, process in started:
+            stdout, stderr = process.communicate(timeout=300)
+            assert process.returncode == 0, script + stderr[-3000:]
+            done.append(types.SimpleNamespace(stdout=stdout, stderr=stderr))
+        return done
+    finally:
+        for _, process in started:
+            process.kill()
+
+
 def test_tf_slim_readme_commands_run_as_written(tmp_path):
     """The migration guide's ```sh blocks: TF-Slim's README commands (train
     from scratch, fine-tune, evaluate) with the script's name changed, run
     in order on TF-Slim's layouts, only made short."""
-    blocks = SH_BLOCK.findall((DOCS / "tutorials" / "migrating.md").read_text())
+    blocks = sh_blocks("TF-Slim's README commands")
     assert len(blocks) == 3
     _readme_data(tmp_path)
-    bin_dir = pathlib.Path(sys.executable).parent
-
-    def start(block):
-        script = block.replace("/tmp/", f"{tmp_path}/").rstrip()
-        command = next(c for c in SHORT if c in script)
-        return script, subprocess.Popen(
-            ["bash", "-euc", script + SHORT[command]],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=bare_env(PATH=f"{bin_dir}:/usr/bin:/bin", HOME=str(tmp_path)),
-        )
-
-    def finished(started):
-        script, process = started
-        try:
-            stdout, stderr = process.communicate(timeout=300)
-        finally:
-            process.kill()
-        assert process.returncode == 0, script + stderr[-3000:]
-        return types.SimpleNamespace(stdout=stdout, stderr=stderr)
-
     # Training first; the fine-tuning and the evaluation both only read
     # its checkpoint, so they run at the same time.
-    train = finished(start(blocks[0]))
-    started = [start(block) for block in blocks[1:]]
-    try:
-        fine_tune, evaluate = [finished(s) for s in started]
-    finally:
-        for _, process in started:
-            process.kill()
+    (train,) = finish_all([start_sh(blocks[0], tmp_path, SHORT)])
+    fine_tune, evaluate = finish_all(
+        [start_sh(block, tmp_path, SHORT) for block in blocks[1:]]
+    )
     assert "Saved checkpoint" in train.stdout
     assert (tmp_path / "train_logs" / "checkpoint").exists()
     # The logits (1001 ImageNet classes, 5 flowers) are excluded, the rest
@@ -187,3 +200,52 @@ def test_tf_slim_readme_commands_run_as_written(tmp_path):
     ).exists()
     assert "eval/Accuracy" in evaluate.stdout
     assert "(4 images)" in evaluate.stdout
+
+
+# What the test adds to TF-Slim's scripts' commands, as the guide says.
+SHORT_SCRIPTS = {
+    "keras-slim-train": " --max_number_of_steps=1 --batch_size=2",
+    "keras-slim-eval": "",
+}
+
+
+def _scripts_data(root):
+    """Small data in TF-Slim's mnist and cifar10 layouts."""
+    import numpy as np
+
+    from keras_slim.image import datasets
+
+    rng = np.random.default_rng(0)
+    for name, shape in (("mnist", (28, 28, 1)), ("cifar10", (32, 32, 3))):
+        for split, count in (("train", 6), ("test", 4)):
+            datasets.write_dataset(
+                rng.integers(0, 256, (count, *shape), dtype=np.uint8),
+                np.arange(count) % 10,
+                root / name,
+                name,
+                split,
+            )
+
+
+def test_tf_slim_scripts_run_as_written(tmp_path):
+    """The migration guide's TF-Slim scripts (lenet on MNIST, cifarnet on
+    CIFAR-10): both trainings at once, then both evaluations, each on
+    its checkpoint."""
+    blocks = sh_blocks("TF-Slim's scripts")
+    assert len(blocks) == 4
+    trains = [b for b in blocks if "keras-slim-train" in b]
+    evals = [b for b in blocks if "keras-slim-eval" in b]
+    assert len(trains) == len(evals) == 2
+    _scripts_data(tmp_path)
+    trained = finish_all([start_sh(b, tmp_path, SHORT_SCRIPTS) for b in trains])
+    evaluated = finish_all(
+        [start_sh(b, tmp_path, SHORT_SCRIPTS) for b in evals]
+    )
+    for model, train, evaluate in zip(
+        ("lenet", "cifarnet"), trained, evaluated
+    ):
+        train_dir = tmp_path / f"{model}-model"
+        assert f"Saved checkpoint {train_dir}/model.ckpt-1" in train.stdout
+        assert (train_dir / "checkpoint").exists()
+        assert "global step 1: eval/Accuracy = " in evaluate.stdout
+        assert "(4 images)" in evaluate.stdout

@@ -17,6 +17,7 @@ from tests.checkpoint_files import write_tf1
 #: research/slim's nets_factory names, with the sizes TF-Slim gives them.
 TF_SLIM = {
     "alexnet_v2": (224, "vgg"),
+    "cifarnet": (32, "cifarnet"),
     "overfeat": (231, "vgg"),
     "vgg_a": (224, "vgg"),
     "vgg_16": (224, "vgg"),
@@ -26,6 +27,7 @@ TF_SLIM = {
     "inception_v3": (299, "inception"),
     "inception_v4": (299, "inception"),
     "inception_resnet_v2": (299, "inception"),
+    "lenet": (28, "lenet"),
     **{
         f"resnet_v{v}_{depth}": (224, "vgg")
         for v in (1, 2)
@@ -144,6 +146,7 @@ def test_unknown_name_lists_the_known_ones(function):
         ("inception_v3", 106, "an integer of at least 107 for inception_v3"),
         ("vgg_16", 200, "an integer of at least 224 for vgg_16"),
         ("mobilenet_v1", 32.0, "an integer of at least 1 for mobilenet_v1"),
+        ("lenet", 3, "an integer of at least 4 for lenet"),
     ],
 )
 def test_image_too_small_is_named(name, size, expected):

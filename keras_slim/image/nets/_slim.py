@@ -117,6 +117,12 @@ class ArgScope:
         padding: The default padding of convolutions: `"same"` or
             `"valid"`.
         regularize_depthwise: Whether depthwise weights get weight decay.
+        weights_initializer: A Keras initializer identifier of the
+            weights: TF-Slim's default `xavier_initializer()` is
+            `"glorot_uniform"`; `truncated_normal(stddev)` for
+            `truncated_normal_initializer(stddev=stddev)`.
+        biases_initializer: A Keras initializer identifier of the biases
+            (TF-Slim's default: zeros).
     """
 
     weight_decay: float = 0.0
@@ -124,6 +130,8 @@ class ArgScope:
     activation: str | None = "relu"
     padding: str = "same"
     regularize_depthwise: bool = False
+    weights_initializer: object = "glorot_uniform"
+    biases_initializer: object = "zeros"
 
     def regularizer(self, depthwise=False):
         """The L2 regularizer of weights, or `None`."""
@@ -132,6 +140,21 @@ class ArgScope:
         ):
             return None
         return L2Loss(self.weight_decay)
+
+
+def truncated_normal(stddev):
+    """TF's `truncated_normal_initializer(stddev=stddev)` as an
+    `ArgScope` initializer: a Keras identifier, so each layer gets its
+    own initializer (one instance would draw the same values twice).
+
+    Args:
+        stddev: The standard deviation (values beyond two are redrawn,
+            as TensorFlow's).
+
+    Returns:
+        A Keras initializer identifier (`keras.initializers.get`).
+    """
+    return {"class_name": "TruncatedNormal", "config": {"stddev": stddev}}
 
 
 def name_of(scope):
@@ -143,7 +166,8 @@ def _pair(value):
     return tuple(value) if isinstance(value, (list, tuple)) else (value, value)
 
 
-def _activation(net, activation, scope):
+def activate(net, activation, scope):
+    """The layer's `activation_fn`: a ReLU layer `<scope>.Relu`, or none."""
     if activation is None:
         return net
     if activation == "relu":
@@ -173,7 +197,7 @@ def batch_norm(net, *, scope, sc, activation=None):
         scale=params.scale,
         name=name_of(scope),
     )(net)
-    return _activation(net, activation, scope)
+    return activate(net, activation, scope)
 
 
 def conv2d(
@@ -216,12 +240,14 @@ def conv2d(
         padding=padding or sc.padding,
         dilation_rate=_pair(rate),
         use_bias=not batch_normed,
+        kernel_initializer=sc.weights_initializer,
+        bias_initializer=sc.biases_initializer,
         kernel_regularizer=sc.regularizer(),
         name=name_of(scope),
     )(net)
     if batch_normed:
         net = batch_norm(net, scope=f"{scope}/BatchNorm", sc=sc)
-    return _activation(
+    return activate(
         net, sc.activation if activation is _SCOPE else activation, scope
     )
 
@@ -269,7 +295,7 @@ def depthwise_conv2d(
     )(net)
     if batch_normed:
         net = batch_norm(net, scope=f"{scope}/BatchNorm", sc=sc)
-    return _activation(
+    return activate(
         net, sc.activation if activation is _SCOPE else activation, scope
     )
 
@@ -298,6 +324,19 @@ def global_pool(net, *, scope):
 def dropout(net, keep_prob, *, scope):
     """TF-Slim's `slim.dropout(net, keep_prob)`: active in training."""
     return keras.layers.Dropout(1.0 - keep_prob, name=name_of(scope))(net)
+
+
+def softmax(logits, scope="Predictions"):
+    """TF-Slim's `slim.softmax`, the nets' default `prediction_fn`.
+
+    Args:
+        logits: The logits, classes last.
+        scope: The layer's scope.
+
+    Returns:
+        The softmax over the last axis.
+    """
+    return keras.layers.Softmax(name=name_of(scope))(logits)
 
 
 def concat(values, *, scope, axis=3):

@@ -101,6 +101,3 @@ def alexnet_v2(
         net = _slim.squeeze(net, scope="fc8/squeezed")
     end_points["fc8"] = net
     return net, end_points
-
-
-alexnet_v2.default_image_size = 224

@@ -523,6 +523,3 @@ def inception_resnet_v2(
         name=name_of("Logits/Predictions")
     )(logits)
     return logits, end_points
-
-
-inception_resnet_v2.default_image_size = 299

@@ -7,8 +7,6 @@ kernel reduced for small inputs, the end points built in order up to a
 with biases and no batch norm).
 """
 
-import keras
-
 from keras_slim import _validation
 from keras_slim.image.nets import _slim
 
@@ -161,14 +159,5 @@ def logits(
     return pre_logits, net
 
 
-def softmax(logits, scope="Predictions"):
-    """TF-Slim's `slim.softmax`, the nets' default `prediction_fn`.
-
-    Args:
-        logits: The logits, classes last.
-        scope: The layer's scope.
-
-    Returns:
-        The softmax over the last axis.
-    """
-    return keras.layers.Softmax(name=_slim.name_of(scope))(logits)
+#: TF-Slim's `slim.softmax`, the nets' default `prediction_fn`.
+softmax = _slim.softmax

@@ -187,6 +187,3 @@ def inception_v1(
     end_points["Logits"] = logits
     end_points["Predictions"] = prediction_fn(logits, scope="Predictions")
     return logits, end_points
-
-
-inception_v1.default_image_size = 224

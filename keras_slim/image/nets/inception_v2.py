@@ -312,6 +312,3 @@ def inception_v2(
     end_points["Logits"] = logits
     end_points["Predictions"] = prediction_fn(logits, scope="Predictions")
     return logits, end_points
-
-
-inception_v2.default_image_size = 224

@@ -369,6 +369,3 @@ def inception_v4(
         name=_slim.name_of("Logits/Predictions")
     )(logits)
     return logits, end_points
-
-
-inception_v4.default_image_size = 299

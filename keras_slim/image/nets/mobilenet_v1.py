@@ -319,9 +319,3 @@ def mobilenet_v1_025(inputs, num_classes=1000, **kwargs):
     """TF-Slim's `mobilenet_v1_025`: depth multiplier 0.25. Args and
     Returns as `mobilenet_v1`."""
     return mobilenet_v1(inputs, num_classes, depth_multiplier=0.25, **kwargs)
-
-
-mobilenet_v1.default_image_size = 224
-mobilenet_v1_075.default_image_size = 224
-mobilenet_v1_050.default_image_size = 224
-mobilenet_v1_025.default_image_size = 224

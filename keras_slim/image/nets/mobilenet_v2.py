@@ -244,9 +244,3 @@ def mobilenet_v2_035(inputs, num_classes=1001, **kwargs):
         finegrain_classification_mode=True,
         **kwargs,
     )
-
-
-mobilenet_v2.default_image_size = 224
-mobilenet_v2_140.default_image_size = 224
-mobilenet_v2_050.default_image_size = 224
-mobilenet_v2_035.default_image_size = 224

@@ -1,10 +1,13 @@
 """The networks `keras-slim-train` builds: TF-Slim's `nets_factory`.
 
 Import it as `from keras_slim.image import nets`. The names are TF-Slim's
-(`inception_v3`, `resnet_v1_50`, `vgg_16`, `mobilenet_v1_050`, ...),
-each net TF-Slim's architecture written in Keras layers, one module per
-family as TF-Slim has (`inception_v3.py`, `resnet_v1.py`, ...), plus
-`digits_cnn`, the command's small CNN for 8x8 digits (the default).
+(`inception_v3`, `resnet_v1_50`, `vgg_16`, `mobilenet_v1_050`, `lenet`,
+`cifarnet`, ...), each net TF-Slim's architecture written in Keras
+layers, one module per family as TF-Slim has (`inception_v3.py`,
+`resnet_v1.py`, ...), plus `digits_cnn`, the command's small CNN for 8x8
+digits (the default). One table, `_NETS`, gives each name its function
+(so which module builds it), arg scope, TF-Slim scope, image sizes and
+preprocessing; everything here reads it.
 
 - `get_network_fn(name, num_classes, weight_decay)`: TF-Slim's
   signature: a function of an image tensor returning `(logits,
@@ -34,14 +37,28 @@ Weight decay is TF-Slim's: an L2 penalty `weight_decay / 2 * sum(w**2)`
 
 import dataclasses
 import functools
-import importlib
 import numbers
+from collections.abc import Callable
 
 import keras
 
 from keras_slim import _validation
 from keras_slim.image.nets import _slim
+from keras_slim.image.nets import alexnet
+from keras_slim.image.nets import cifarnet
 from keras_slim.image.nets import digits_cnn
+from keras_slim.image.nets import inception_resnet_v2
+from keras_slim.image.nets import inception_v1
+from keras_slim.image.nets import inception_v2
+from keras_slim.image.nets import inception_v3
+from keras_slim.image.nets import inception_v4
+from keras_slim.image.nets import lenet
+from keras_slim.image.nets import mobilenet_v1
+from keras_slim.image.nets import mobilenet_v2
+from keras_slim.image.nets import overfeat
+from keras_slim.image.nets import resnet_v1
+from keras_slim.image.nets import resnet_v2
+from keras_slim.image.nets import vgg
 from keras_slim.model import SlimModel
 
 __all__ = [
@@ -58,35 +75,31 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class _Net:
-    """One `nets_factory` entry.
+    """One `nets_factory` entry: TF-Slim's `networks_map` and
+    `arg_scopes_map` in one row, with the net's sizes and scope.
 
     Attributes:
-        module: The family module in `keras_slim.image.nets`.
-        function: The net's function there.
-        arg_scope: The family's arg scope function there.
+        function: The net's function in its family module.
+        arg_scope: The family's arg scope function.
         scope: The net's TF-Slim variable scope (`InceptionV3`).
         default_size: TF-Slim's `default_image_size`.
         minimum_size: The smallest image side TF-Slim's net takes.
         preprocessing: TF-Slim's `preprocessing_factory` name for it.
-        kwargs: More arguments of the function (a depth multiplier).
     """
 
-    module: str
-    function: str
-    arg_scope: str
+    function: Callable
+    arg_scope: Callable
     scope: str
     default_size: int
     minimum_size: int
     preprocessing: str
-    kwargs: tuple = ()
 
 
-def _resnets(version, minimum):
+def _resnets(module, version, minimum):
     return {
         f"resnet_{version}_{depth}": _Net(
-            f"resnet_{version}",
-            f"resnet_{version}_{depth}",
-            "resnet_arg_scope",
+            getattr(module, f"resnet_{version}_{depth}"),
+            module.resnet_arg_scope,
             f"resnet_{version}_{depth}",
             224,
             minimum,
@@ -96,108 +109,109 @@ def _resnets(version, minimum):
     }
 
 
+def _mobilenets(module, names, arg_scope, scope):
+    return {
+        name: _Net(getattr(module, name), arg_scope, scope, 224, 1, "inception")
+        for name in names
+    }
+
+
 _NETS = {
     "alexnet_v2": _Net(
-        "alexnet",
-        "alexnet_v2",
-        "alexnet_v2_arg_scope",
+        alexnet.alexnet_v2,
+        alexnet.alexnet_v2_arg_scope,
         "alexnet_v2",
         224,
         195,
         "vgg",
     ),
+    "cifarnet": _Net(
+        cifarnet.cifarnet,
+        cifarnet.cifarnet_arg_scope,
+        "CifarNet",
+        32,
+        4,
+        "cifarnet",
+    ),
     "overfeat": _Net(
-        "overfeat",
-        "overfeat",
-        "overfeat_arg_scope",
+        overfeat.overfeat,
+        overfeat.overfeat_arg_scope,
         "overfeat",
         231,
         231,
         "vgg",
     ),
-    "vgg_a": _Net("vgg", "vgg_a", "vgg_arg_scope", "vgg_a", 224, 224, "vgg"),
-    "vgg_16": _Net("vgg", "vgg_16", "vgg_arg_scope", "vgg_16", 224, 224, "vgg"),
-    "vgg_19": _Net("vgg", "vgg_19", "vgg_arg_scope", "vgg_19", 224, 224, "vgg"),
+    **{
+        name: _Net(getattr(vgg, name), vgg.vgg_arg_scope, name, 224, 224, "vgg")
+        for name in ("vgg_a", "vgg_16", "vgg_19")
+    },
     "inception_v1": _Net(
-        "inception_v1",
-        "inception_v1",
-        "inception_v1_arg_scope",
+        inception_v1.inception_v1,
+        inception_v1.inception_v1_arg_scope,
         "InceptionV1",
         224,
         193,
         "inception",
     ),
     "inception_v2": _Net(
-        "inception_v2",
-        "inception_v2",
-        "inception_v2_arg_scope",
+        inception_v2.inception_v2,
+        inception_v2.inception_v2_arg_scope,
         "InceptionV2",
         224,
         1,
         "inception",
     ),
     "inception_v3": _Net(
-        "inception_v3",
-        "inception_v3",
-        "inception_v3_arg_scope",
+        inception_v3.inception_v3,
+        inception_v3.inception_v3_arg_scope,
         "InceptionV3",
         299,
         107,
         "inception",
     ),
     "inception_v4": _Net(
-        "inception_v4",
-        "inception_v4",
-        "inception_v4_arg_scope",
+        inception_v4.inception_v4,
+        inception_v4.inception_v4_arg_scope,
         "InceptionV4",
         299,
         107,
         "inception",
     ),
     "inception_resnet_v2": _Net(
-        "inception_resnet_v2",
-        "inception_resnet_v2",
-        "inception_resnet_v2_arg_scope",
+        inception_resnet_v2.inception_resnet_v2,
+        inception_resnet_v2.inception_resnet_v2_arg_scope,
         "InceptionResnetV2",
         299,
         107,
         "inception",
     ),
-    **_resnets("v1", 1),
-    **_resnets("v2", 1),
-    "mobilenet_v1": _Net(
-        "mobilenet_v1",
-        "mobilenet_v1",
-        "mobilenet_v1_arg_scope",
-        "MobilenetV1",
-        224,
-        1,
-        "inception",
+    "lenet": _Net(
+        lenet.lenet,
+        lenet.lenet_arg_scope,
+        "LeNet",
+        28,
+        4,
+        "lenet",
     ),
-    **{
-        f"mobilenet_v1_{suffix}": _Net(
+    **_resnets(resnet_v1, "v1", 1),
+    **_resnets(resnet_v2, "v2", 1),
+    **_mobilenets(
+        mobilenet_v1,
+        (
             "mobilenet_v1",
-            f"mobilenet_v1_{suffix}",
-            "mobilenet_v1_arg_scope",
-            "MobilenetV1",
-            224,
-            1,
-            "inception",
-        )
-        for suffix in ("075", "050", "025")
-    },
-    **{
-        name: _Net(
-            "mobilenet_v2",
-            name,
-            "mobilenet_v2_arg_scope",
-            "MobilenetV2",
-            224,
-            1,
-            "inception",
-        )
-        for name in ("mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035")
-    },
+            "mobilenet_v1_075",
+            "mobilenet_v1_050",
+            "mobilenet_v1_025",
+        ),
+        mobilenet_v1.mobilenet_v1_arg_scope,
+        "MobilenetV1",
+    ),
+    **_mobilenets(
+        mobilenet_v2,
+        ("mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035"),
+        mobilenet_v2.mobilenet_v2_arg_scope,
+        "MobilenetV2",
+    ),
 }
 
 #: The command's own small CNN for the bundled 8x8 digits.
@@ -281,7 +295,8 @@ def preprocessing_name(model_name):
         for the nets TF-Slim's map lacks (where TF-Slim raises without
         `--preprocessing_name`), their family's: `"vgg"` for
         `alexnet_v2` and `overfeat`, `"inception"` for
-        `mobilenet_v1_075`, `_050` and `_025`; `"digits"` for
+        `mobilenet_v1_075`, `_050` and `_025`; `"lenet"` and
+        `"cifarnet"` for `lenet` and `cifarnet`; `"digits"` for
         `digits_cnn`.
 
     Raises:
@@ -350,13 +365,11 @@ def get_network_fn(model_name, num_classes, weight_decay=0.0):
         raise _validation.invalid(
             "model_name", model_name, "one of TF-Slim's nets"
         )
-    module = importlib.import_module(f"keras_slim.image.nets.{net.module}")
-    sc = getattr(module, net.arg_scope)(weight_decay=weight_decay)
-    function = getattr(module, net.function)
+    sc = net.arg_scope(weight_decay=weight_decay)
 
-    @functools.wraps(function)
+    @functools.wraps(net.function)
     def network_fn(images):
-        return function(images, num_classes, sc=sc, **dict(net.kwargs))
+        return net.function(images, num_classes, sc=sc)
 
     network_fn.default_image_size = net.default_size
     return network_fn

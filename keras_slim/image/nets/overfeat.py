@@ -103,6 +103,3 @@ def overfeat(
         net = _slim.squeeze(net, scope="fc8/squeezed")
     end_points["fc8"] = net
     return net, end_points
-
-
-overfeat.default_image_size = 231

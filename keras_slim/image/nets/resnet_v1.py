@@ -330,10 +330,3 @@ def resnet_v1_200(
         spatial_squeeze=spatial_squeeze,
         sc=sc,
     )
-
-
-resnet_v1.default_image_size = 224
-resnet_v1_50.default_image_size = 224
-resnet_v1_101.default_image_size = 224
-resnet_v1_152.default_image_size = 224
-resnet_v1_200.default_image_size = 224

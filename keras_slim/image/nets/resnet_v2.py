@@ -350,10 +350,3 @@ def resnet_v2_200(
         spatial_squeeze=spatial_squeeze,
         sc=sc,
     )
-
-
-resnet_v2.default_image_size = 224
-resnet_v2_50.default_image_size = 224
-resnet_v2_101.default_image_size = 224
-resnet_v2_152.default_image_size = 224
-resnet_v2_200.default_image_size = 224

@@ -133,8 +133,3 @@ def vgg_19(
         spatial_squeeze,
         sc or vgg_arg_scope(),
     )
-
-
-vgg_a.default_image_size = 224
-vgg_16.default_image_size = 224
-vgg_19.default_image_size = 224

@@ -52,11 +52,11 @@ def keras_variables(model_name, model):
     }
 
 
-def build(model_name, num_classes, image_size, features):
+def build(model_name, num_classes, image_size, features, channels=3):
     """The Keras net as a model of `(logits, features[, aux logits])`."""
     keras.utils.set_random_seed(1)
     network_fn = nets.get_network_fn(model_name, num_classes)
-    images = keras.Input((image_size, image_size, 3))
+    images = keras.Input((image_size, image_size, channels))
     logits, end_points = network_fn(images)
     outputs = [logits, end_points[features]]
     if "AuxLogits" in end_points:
@@ -85,16 +85,21 @@ def assert_same_end_point_shapes(model_name, out, slim_name, end_points):
         assert list(end_points[key].shape[1:]) == theirs[key], key
 
 
-def assert_same_function(model_name, model, out, slim_name, rtol=1e-4):
-    """Loaded from TF-Slim's checkpoint, the model gives TF-Slim's
-    pre-logit features and logits on TF-Slim's batch."""
-    assert_same_variables(model_name, model, out, slim_name)
+def restore(model_name, model, out, slim_name):
+    """Assigns every variable of the model from TF-Slim's checkpoint."""
     name_map = nets.slim_name_map(model_name)
     var_map = {
         name_map(v.path): v for v in checkpoints.variables_to_restore(model)
     }
     prefix = str(out / slim_name / "model.ckpt")
     assert checkpoints.assign_from_checkpoint(var_map, prefix) == len(var_map)
+
+
+def assert_same_function(model_name, model, out, slim_name, rtol=1e-4):
+    """Loaded from TF-Slim's checkpoint, the model gives TF-Slim's
+    pre-logit features and logits on TF-Slim's batch."""
+    assert_same_variables(model_name, model, out, slim_name)
+    restore(model_name, model, out, slim_name)
     with np.load(out / f"{slim_name}.npz") as expected:
         logits, features = model(expected["images"], training=False)[:2]
         for got, want in (

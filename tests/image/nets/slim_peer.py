@@ -2,9 +2,12 @@
 
 Usage: python slim_peer.py SPECS_JSON OUT_DIR
 
-For each spec (a dict: `name`, `module` of `tf_slim.nets`, `function`,
-`arg_scope`, `kwargs`, `num_classes`, `image_size`, `batch`, `features`:
-the end point of the pre-logit features, `checkpoint`: whether to save
+For each spec (a dict: `name`, `module` of `tf_slim.nets` or
+`research_nets` (research_nets.py here), `function`, `arg_scope`,
+`arg_scope_kwargs`, `kwargs`, `num_classes`, `image_size`, `channels`
+(3 by default), `batch`, `image_range` (the batch is uniform in
+`[-image_range, image_range)`, 1 by default), `features`: the end point
+of the pre-logit features, `checkpoint`: whether to save
 one), builds the net in its own graph with `is_training=False`, gives
 every variable random values (the initializers' weights; batch-norm
 statistics, `beta` and `gamma` drawn at random), and writes
@@ -12,9 +15,11 @@ statistics, `beta` and `gamma` drawn at random), and writes
 `OUT_DIR/<name>.end_points.json`: the end points' shapes; with
 `checkpoint`, also `OUT_DIR/<name>/model.ckpt` (TF1, TF-Slim's names) and
 `OUT_DIR/<name>.npz`: a fixed random batch (`images`), its `logits` and
-its `features`. TF-Slim 1.1.0 on TF 2.21 needs two shims (see
-../shared/notes/keras3-feasibility.md); they are installed before
-`tf_slim` is imported.
+its `features`, and the weight decay's `penalties` (TF-Slim's
+regularization losses, of the `arg_scope_kwargs` given to the arg scope)
+with the variables they are on (`penalized`). TF-Slim 1.1.0 on TF 2.21
+needs two shims (see ../shared/notes/keras3-feasibility.md); they are
+installed before `tf_slim` is imported.
 """
 
 import importlib
@@ -72,15 +77,31 @@ def _end_point(end_points, graph, name):
     return graph.get_tensor_by_name(name)
 
 
+def _module(name):
+    """`tf_slim.nets.<name>`, or research_nets.py beside this script (the
+    research/slim nets tf_slim lacks)."""
+    if name == "research_nets":
+        return importlib.import_module("research_nets")
+    return importlib.import_module(f"tf_slim.nets.{name}")
+
+
+def _penalized(penalty):
+    """The variable a regularization loss is on: its scope, where
+    tf_slim's layers still call `weights` by the core layer's name."""
+    name = penalty.name.split("/Regularizer/")[0]
+    return name.removesuffix("/kernel") + "/weights"
+
+
 def build(spec, out_dir):
-    module = importlib.import_module(f"tf_slim.nets.{spec['module']}")
+    module = _module(spec["module"])
     function = getattr(module, spec["function"])
     arg_scope = getattr(module, spec["arg_scope"])
     size = spec["image_size"]
+    channels = spec.get("channels", 3)
     graph = tf.Graph()
     with graph.as_default():
-        images = tf1.placeholder(tf.float32, [None, size, size, 3])
-        with slim.arg_scope(arg_scope()):
+        images = tf1.placeholder(tf.float32, [None, size, size, channels])
+        with slim.arg_scope(arg_scope(**spec.get("arg_scope_kwargs", {}))):
             logits, end_points = function(
                 images,
                 spec["num_classes"],
@@ -100,24 +121,29 @@ def build(spec, out_dir):
         path = os.path.join(out_dir, f"{spec['name']}.end_points.json")
         with open(path, "w") as f:
             json.dump(shapes, f)
+        penalties = tf1.losses.get_regularization_losses()
         if not spec.get("checkpoint"):
             return
         features = _end_point(end_points, graph, spec["features"])
         rng = np.random.default_rng(0)
-        batch = rng.uniform(-1, 1, (spec["batch"], size, size, 3))
+        high = spec.get("image_range", 1.0)
+        batch = rng.uniform(-high, high, (spec["batch"], size, size, channels))
         with tf1.Session(graph=graph) as session:
             session.run(tf1.global_variables_initializer())
             _randomize(session, rng)
             prefix = os.path.join(out_dir, spec["name"], "model.ckpt")
             tf1.train.Saver().save(session, prefix, write_meta_graph=False)
-            got_logits, got_features = session.run(
-                [logits, features], {images: batch.astype(np.float32)}
+            got_logits, got_features, got_penalties = session.run(
+                [logits, features, penalties],
+                {images: batch.astype(np.float32)},
             )
         np.savez(
             os.path.join(out_dir, f"{spec['name']}.npz"),
             images=batch.astype(np.float32),
             logits=got_logits,
             features=got_features,
+            penalties=np.array(got_penalties, np.float64),
+            penalized=np.array([_penalized(t) for t in penalties], str),
         )
 
 
