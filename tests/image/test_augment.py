@@ -321,3 +321,35 @@ def test_the_command_trains_with_the_recipe_flags(tmp_path, capsys):
     ]
     assert len(losses) == 6 and np.isfinite(losses).all(), out[-3000:]
     assert "held-out accuracy" in out
+
+
+def test_two_clones_with_the_recipes_train_as_one_device(tmp_path, capsys):
+    """Mixing is drawn on the global batch before the strategy splits it,
+    so two clones of 4 images take the steps one device takes on 8."""
+    common = [
+        *["--max_number_of_steps", "3", "--randaugment", "2,9"],
+        *["--mixup_alpha", "0.8", "--cutmix_alpha", "1.0"],
+        *["--optimizer", "sgd", "--learning_rate_decay_type", "fixed"],
+        *["--save_summaries_secs", "3600", "--nosummarize_activations"],
+    ]
+    runs = {
+        "one": ["--batch_size", "8"],
+        "two": ["--batch_size", "4", "--num_clones", "2", "--clone_on_cpu"],
+    }
+    for name, args in runs.items():
+        code = cli.main(["--train_dir", str(tmp_path / name), *common, *args])
+        assert code == 0, capsys.readouterr().err[-3000:]
+    one, two = (
+        tf.train.load_checkpoint(str(tmp_path / name / "model.ckpt-3"))
+        for name in runs
+    )
+    names = [
+        name
+        for name, _ in tf.train.list_variables(str(tmp_path / "one"))
+        if "/.ATTRIBUTES/VARIABLE_VALUE" in name and "model/" in name
+    ]
+    assert len(names) >= 4  # the net's kernels and biases at least
+    for name in names:
+        np.testing.assert_allclose(
+            one.get_tensor(name), two.get_tensor(name), atol=1e-6, err_msg=name
+        )
