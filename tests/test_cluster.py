@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -154,8 +155,14 @@ def test_servers_are_cleaned_up_when_the_caller_fails(how):
     assert wait_dead(pids) == []
 
 
-def test_local_cluster_spec_and_resolver():
-    with testing.local_cluster(workers=2, ps=1) as cluster:
+def listening(address):
+    host, port = address.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        return s.connect_ex((host, int(port))) == 0
+
+
+def test_local_cluster_spec_and_resolver_with_servers_in_one_process():
+    with testing.local_cluster(workers=2, ps=1, one_process=True) as cluster:
         assert sorted(cluster.spec) == ["chief", "ps", "worker"]
         addresses = [a for job in cluster.spec.values() for a in job]
         assert len(set(addresses)) == 4
@@ -165,8 +172,16 @@ def test_local_cluster_spec_and_resolver():
         assert resolver.cluster_spec().as_dict() == cluster.spec
         config = json.loads(cluster.tf_config("worker", 1))
         assert config["task"] == {"type": "worker", "index": 1}
+        # Three servers, each on its own port, in one process.
         pids = [p.pid for p in cluster._processes]
-        assert all(alive(p) for p in pids)
+        assert len(pids) == 1 and alive(pids[0])
+        servers = cluster.spec["ps"] + cluster.spec["worker"]
+        assert all(listening(a) for a in servers), servers
+        # No task of that process can be stopped alone.
+        for stop in (cluster.kill, cluster.pause, cluster.resume):
+            with pytest.raises(ValueError, match="task worker 1 alone"):
+                stop("worker", 1)
+        assert alive(pids[0])
     assert wait_dead(pids, timeout=1) == []
 
 
@@ -175,3 +190,7 @@ def test_bad_sizes():
         LocalCluster(workers=0)
     with pytest.raises(ValueError, match="Received: ps=True"):
         LocalCluster(ps=True)
+    with pytest.raises(ValueError, match="Received: one_process='yes'"):
+        LocalCluster(ps=1, one_process="yes")
+    with pytest.raises(ValueError, match="one_process=True with ps=0"):
+        LocalCluster(workers=2, one_process=True)

@@ -1,8 +1,8 @@
 """No batch lost or repeated under parameter servers, across a coordinator
 killed with SIGKILL and restarted.
 
-One local cluster (2 workers, 1 parameter server, real gRPC servers)
-serves every coordinator of the test, each a process of
+One local cluster (2 workers, 1 parameter server, real gRPC servers in
+one process) serves every coordinator of the test, each a process of
 tests/scripts/ps_position.py, whose final weights are the exact sum of the
 batches it consumed, in any order: equal weights mean the same batches,
 each once.
@@ -80,7 +80,8 @@ def test_killed_and_continued_coordinators_consume_each_batch_once(
 ):
     per_epoch = ps_position.STEPS_PER_EPOCH
     rng = np.random.default_rng()
-    with LocalCluster(workers=2, ps=1) as cluster:
+    # Only coordinators are killed: the servers share one process.
+    with LocalCluster(workers=2, ps=1, one_process=True) as cluster:
         # A straight run of 4 epochs.
         coordinator(cluster, tmp_path / "straight", tmp_path / "s.npz", 4)
         # A run of 2 epochs, continued to 4, killed in epoch 3 or 4 after

@@ -5,8 +5,9 @@ Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
        [--steps-per-execution N] [--auto-fit] [--then-train N]
 
 Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
-in their own processes), trains a SlimModel with a gradient policy, and
-writes what the tests check to OUT_JSON.
+on 127.0.0.1: each in its own process when a task is to be killed, else
+all in one process, one start instead of four), trains a SlimModel with a
+gradient policy, and writes what the tests check to OUT_JSON.
 """
 
 import argparse
@@ -106,7 +107,9 @@ class KillAll(keras.callbacks.Callback):
 
 
 result = {}
-with LocalCluster(workers=2, ps=2) as cluster:
+kills = (args.kill_worker_at, args.kill_ps_at, args.then_kill_all_workers_at)
+one_process = all(at is None for at in kills)
+with LocalCluster(workers=2, ps=2, one_process=one_process) as cluster:
     config = keras_slim.DeploymentConfig(
         num_ps_tasks=2, cluster_resolver=cluster.resolver()
     )
