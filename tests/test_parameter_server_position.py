@@ -10,14 +10,13 @@ each once.
 
 import os
 import pathlib
-import signal
-import subprocess
 import sys
-import threading
 
 import numpy as np
 
 from keras_slim.cluster import LocalCluster
+from tests.processes import reaching
+from tests.processes import watched
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "ps_position.py"
 sys.path.insert(0, str(SCRIPT.parent))
@@ -26,7 +25,8 @@ import ps_position  # noqa: E402
 
 def coordinator(cluster, logdir, out, epochs, kill_at=None, timeout=120):
     """Runs one coordinator on `cluster`; kills it (SIGKILL) once it
-    prints a global step of at least `kill_at`.
+    prints a global step of at least `kill_at` (a watchdog kills it after
+    `timeout` seconds).
 
     Returns:
         The last step it printed when killed, else `None` (it finished).
@@ -38,35 +38,17 @@ def coordinator(cluster, logdir, out, epochs, kill_at=None, timeout=120):
         TF_CPP_MIN_LOG_LEVEL="3",
         PYTHONUNBUFFERED="1",
     )
-    process = subprocess.Popen(
+    result = watched(
         [sys.executable, str(SCRIPT), str(logdir), str(out)]
         + ["--epochs", str(epochs)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
         env=env,
+        timeout=timeout,
+        signal_when=reaching(kill_at),
     )
-    watchdog = threading.Timer(timeout, process.kill)
-    watchdog.start()
-    steps = []
-    try:
-        for line in process.stdout:
-            if not line.startswith("step "):
-                continue
-            steps.append(int(line.split()[1]))
-            if kill_at is not None and steps[-1] >= kill_at:
-                process.send_signal(signal.SIGKILL)
-                break
-        code = process.wait(timeout=timeout)
-        errors = process.stderr.read()
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    if kill_at is not None and code == -signal.SIGKILL:
+    steps = result.steps()
+    if result.killed and result.signalled:
         return steps[-1]
-    assert code == 0, f"the coordinator failed ({code}):\n{errors[-3000:]}"
+    result.check(0)
     return None
 
 
