@@ -10,8 +10,8 @@ Every task is its own process on 127.0.0.1 with a gRPC server:
 
 With parameter servers, `LocalCluster(..., one_process=True)` serves every
 worker and ps task from one process instead (still one gRPC server per
-task, each on its own port): cheaper to start, when no task is to be
-stopped alone.
+task, each on its own port): cheaper to start. The tasks to be stopped
+alone (`kill`, `pause`) are named in `alone`, and get a process each.
 
 From a shell:
 
@@ -91,10 +91,14 @@ class LocalCluster:
         one_process: With `ps > 0`: start every worker and ps server in one
             process (one `tf.distribute.Server` per task, each on its own
             port), which costs one process start instead of one per task.
-            A task then cannot be stopped alone: `kill`, `pause` and
-            `resume` raise `ValueError`. Keep the default, one process per
-            task, to lose or stall a task.
+            A task then cannot be stopped alone (`kill`, `pause` and
+            `resume` raise `ValueError`) unless it is in `alone`. Keep the
+            default, one process per task, to stop any task.
             Defaults to `False`.
+        alone: With `one_process=True`: the tasks, as `(job, index)`
+            pairs, that still get a process each, to be killed, paused or
+            resumed; the others share one.
+            Defaults to `()`.
 
     Attributes:
         spec: The cluster spec, a dict {job: ["127.0.0.1:port", ...]}.
@@ -108,10 +112,12 @@ class LocalCluster:
     ```
 
     Raises:
-        ValueError: for a bad `workers`, `ps` or `one_process`.
+        ValueError: for a bad `workers`, `ps`, `one_process` or `alone`.
     """
 
-    def __init__(self, workers=2, ps=0, *, env=None, one_process=False):
+    def __init__(
+        self, workers=2, ps=0, *, env=None, one_process=False, alone=()
+    ):
         if (
             isinstance(workers, bool)
             or not isinstance(workers, int)
@@ -148,6 +154,7 @@ class LocalCluster:
         if ps:
             self.spec["ps"] = address[workers : workers + ps]
             self.spec["chief"] = address[workers + ps :]
+        self.alone = self._alone(alone)
         self._servers = {}
         self._processes = []
 
@@ -157,6 +164,31 @@ class LocalCluster:
 
     def __exit__(self, *exc_info):
         self.close()
+
+    def _alone(self, alone):
+        """`alone` checked: a set of server tasks `(job, index)`."""
+        servers = [
+            (job, index)
+            for job in ("ps", "worker")
+            for index in range(len(self.spec.get(job, ())))
+        ]
+        try:
+            tasks = {(job, index) for job, index in alone}
+        except (TypeError, ValueError):
+            tasks = None
+        if tasks is None or not tasks <= set(servers):
+            raise ValueError(
+                f"Invalid value for argument `alone`. Received: "
+                f"alone={alone!r}. Expected (job, index) pairs of this "
+                f"cluster's servers: {servers}."
+            )
+        if tasks and not self.one_process:
+            raise ValueError(
+                f"Invalid value for argument `alone`. Received: "
+                f"alone={alone!r} with one_process=False, where every task "
+                "has its own process already."
+            )
+        return tasks
 
     def tf_config(self, task_type, index=0):
         """The `TF_CONFIG` value of one task, as a JSON string."""
@@ -196,11 +228,12 @@ class LocalCluster:
             for index in range(len(self.spec[job]))
         ]
         try:
-            if self.one_process:
-                process = self._start_servers(tasks)
-                self._servers = dict.fromkeys(tasks, process)
-            else:
-                for task in tasks:
+            shared = [t for t in tasks if t not in self.alone]
+            if self.one_process and shared:
+                process = self._start_servers(shared)
+                self._servers = dict.fromkeys(shared, process)
+            for task in tasks:
+                if task not in self._servers:
                     self._servers[task] = self._start_servers([task])
             for (job, index), process in self._servers.items():
                 port = int(self.spec[job][index].rsplit(":", 1)[1])
@@ -232,11 +265,12 @@ class LocalCluster:
 
     def _own_process(self, job, index, action):
         """The process of one task, which serves that task alone."""
-        if self.one_process:
+        if self.one_process and (job, index) not in self.alone:
             raise ValueError(
                 f"Cannot {action} task {job} {index} alone: this cluster "
-                "serves every task in one process (one_process=True). "
-                "Make it with one_process=False to stop one task."
+                "serves it in one process with others (one_process=True). "
+                f"Name it in `alone` (alone=[({job!r}, {index})]) or make "
+                "the cluster with one_process=False to stop it."
             )
         return self._servers[(job, index)]
 
@@ -244,7 +278,8 @@ class LocalCluster:
         """Kills one server task with SIGKILL (a machine lost).
 
         Raises:
-            ValueError: on a cluster made with `one_process=True`.
+            ValueError: for a task that shares its process
+                (`one_process=True`, the task not in `alone`).
         """
         process = self._own_process(job, index, "kill")
         process.kill()
@@ -258,7 +293,8 @@ class LocalCluster:
         (`DeploymentConfig(replicas_to_aggregate=...)`) are for.
 
         Raises:
-            ValueError: on a cluster made with `one_process=True`.
+            ValueError: for a task that shares its process
+                (`one_process=True`, the task not in `alone`).
         """
         self._own_process(job, index, "pause").send_signal(signal.SIGSTOP)
 
@@ -266,7 +302,8 @@ class LocalCluster:
         """Lets a task stopped by `pause` go on (SIGCONT).
 
         Raises:
-            ValueError: on a cluster made with `one_process=True`.
+            ValueError: for a task that shares its process
+                (`one_process=True`, the task not in `alone`).
         """
         self._own_process(job, index, "resume").send_signal(signal.SIGCONT)
 

@@ -8,7 +8,7 @@ __all__ = ["local_cluster"]
 
 
 @contextlib.contextmanager
-def local_cluster(workers=2, ps=0, *, env=None, one_process=False):
+def local_cluster(workers=2, ps=0, *, env=None, one_process=False, alone=()):
     """A `keras_slim.cluster.LocalCluster`, started, and always cleaned up.
 
     Every task is a real gRPC server on 127.0.0.1 in its own process (or,
@@ -26,12 +26,14 @@ def local_cluster(workers=2, ps=0, *, env=None, one_process=False):
             process, each on its own port: a cluster about as cheap to
             start as one task, for tests that stop no task (`kill`,
             `pause` and `resume` then raise `ValueError`).
+        alone: With `one_process=True`: the tasks, as `(job, index)`
+            pairs, that still get a process each, to be stopped.
 
     Yields:
         The `LocalCluster`.
 
     Raises:
-        ValueError: for a bad `workers`, `ps` or `one_process`.
+        ValueError: for a bad `workers`, `ps`, `one_process` or `alone`.
 
     Example:
     ```python
@@ -44,5 +46,8 @@ def local_cluster(workers=2, ps=0, *, env=None, one_process=False):
         model.fit(dataset_fn, epochs=1, steps_per_epoch=100)
     ```
     """
-    with LocalCluster(workers, ps, env=env, one_process=one_process) as cluster:
+    cluster = LocalCluster(
+        workers, ps, env=env, one_process=one_process, alone=alone
+    )
+    with cluster:
         yield cluster

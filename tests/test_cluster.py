@@ -203,3 +203,10 @@ def test_bad_sizes():
         LocalCluster(ps=1, one_process="yes")
     with pytest.raises(ValueError, match="one_process=True with ps=0"):
         LocalCluster(workers=2, one_process=True)
+    for alone in ([("ps", 1)], ("ps", 0), [("chief", 0)], [("ps", "0")]):
+        with pytest.raises(
+            ValueError, match=r"Received: alone=(.|\n)*\('ps', 0\)"
+        ):
+            LocalCluster(ps=1, one_process=True, alone=alone)
+    with pytest.raises(ValueError, match="with one_process=False"):
+        LocalCluster(ps=1, alone=[("ps", 0)])

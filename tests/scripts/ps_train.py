@@ -5,9 +5,9 @@ Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
        [--steps-per-execution N] [--auto-fit] [--then-train N]
 
 Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
-on 127.0.0.1: each in its own process when a task is to be killed, else
-all in one process, one start instead of four), trains a SlimModel with a
-gradient policy, and writes what the tests check to OUT_JSON.
+on 127.0.0.1: each task to be killed in its own process, the others in
+one), trains a SlimModel with a gradient policy, and writes what the tests
+check to OUT_JSON.
 """
 
 import argparse
@@ -107,9 +107,11 @@ class KillAll(keras.callbacks.Callback):
 
 
 result = {}
-kills = (args.kill_worker_at, args.kill_ps_at, args.then_kill_all_workers_at)
-one_process = all(at is None for at in kills)
-with LocalCluster(workers=2, ps=2, one_process=one_process) as cluster:
+# The tasks to be killed get a process each; the others share one.
+alone = [("worker", 1)] if args.kill_worker_at else []
+alone += [("worker", 0), ("worker", 1)] if args.then_kill_all_workers_at else []
+alone += [("ps", 1)] if args.kill_ps_at else []
+with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
     config = keras_slim.DeploymentConfig(
         num_ps_tasks=2, cluster_resolver=cluster.resolver()
     )
