@@ -8,6 +8,11 @@ Every task is its own process on 127.0.0.1 with a gRPC server:
 - without (`ps == 0`): the training program runs once per worker, each with
   its `TF_CONFIG`, under `MultiWorkerMirroredStrategy`.
 
+With parameter servers, `LocalCluster(..., one_process=True)` serves every
+worker and ps task from one process instead (still one gRPC server per
+task, each on its own port): cheaper to start. The tasks to be stopped
+alone (`kill`, `pause`) are named in `alone`, and get a process each.
+
 From a shell:
 
 ```sh
@@ -83,6 +88,17 @@ class LocalCluster:
             Defaults to `0`.
         env: Extra environment variables for every process started.
             Defaults to `None`.
+        one_process: With `ps > 0`: start every worker and ps server in one
+            process (one `tf.distribute.Server` per task, each on its own
+            port), which costs one process start instead of one per task.
+            A task then cannot be stopped alone (`kill`, `pause` and
+            `resume` raise `ValueError`) unless it is in `alone`. Keep the
+            default, one process per task, to stop any task.
+            Defaults to `False`.
+        alone: With `one_process=True`: the tasks, as `(job, index)`
+            pairs, that still get a process each, to be killed, paused or
+            resumed; the others share one.
+            Defaults to `()`.
 
     Attributes:
         spec: The cluster spec, a dict {job: ["127.0.0.1:port", ...]}.
@@ -94,9 +110,14 @@ class LocalCluster:
             num_ps_tasks=2, cluster_resolver=cluster.resolver()
         )
     ```
+
+    Raises:
+        ValueError: for a bad `workers`, `ps`, `one_process` or `alone`.
     """
 
-    def __init__(self, workers=2, ps=0, *, env=None):
+    def __init__(
+        self, workers=2, ps=0, *, env=None, one_process=False, alone=()
+    ):
         if (
             isinstance(workers, bool)
             or not isinstance(workers, int)
@@ -111,15 +132,29 @@ class LocalCluster:
                 f"Invalid value for argument `ps`. Received: ps={ps!r}. "
                 "Expected a non-negative integer."
             )
+        if not isinstance(one_process, bool):
+            raise ValueError(
+                "Invalid value for argument `one_process`. Received: "
+                f"one_process={one_process!r}. Expected True or False."
+            )
+        if one_process and not ps:
+            raise ValueError(
+                "Invalid value for argument `one_process`. Received: "
+                "one_process=True with ps=0. Without parameter servers each "
+                "worker runs the training program, in its own process: "
+                "pass ps > 0 or one_process=False."
+            )
         self.workers = workers
         self.ps = ps
         self.env = dict(env or {})
+        self.one_process = one_process
         ports = free_ports(workers + ps + (1 if ps else 0))
         address = [f"127.0.0.1:{p}" for p in ports]
         self.spec = {"worker": address[:workers]}
         if ps:
             self.spec["ps"] = address[workers : workers + ps]
             self.spec["chief"] = address[workers + ps :]
+        self.alone = self._alone(alone)
         self._servers = {}
         self._processes = []
 
@@ -129,6 +164,31 @@ class LocalCluster:
 
     def __exit__(self, *exc_info):
         self.close()
+
+    def _alone(self, alone):
+        """`alone` checked: a set of server tasks `(job, index)`."""
+        servers = [
+            (job, index)
+            for job in ("ps", "worker")
+            for index in range(len(self.spec.get(job, ())))
+        ]
+        try:
+            tasks = {(job, index) for job, index in alone}
+        except (TypeError, ValueError):
+            tasks = None
+        if tasks is None or not tasks <= set(servers):
+            raise ValueError(
+                f"Invalid value for argument `alone`. Received: "
+                f"alone={alone!r}. Expected (job, index) pairs of this "
+                f"cluster's servers: {servers}."
+            )
+        if tasks and not self.one_process:
+            raise ValueError(
+                f"Invalid value for argument `alone`. Received: "
+                f"alone={alone!r} with one_process=False, where every task "
+                "has its own process already."
+            )
+        return tasks
 
     def tf_config(self, task_type, index=0):
         """The `TF_CONFIG` value of one task, as a JSON string."""
@@ -162,10 +222,19 @@ class LocalCluster:
         # A coordinator must see a lost worker as unavailable at once, so
         # that its steps go to the others (TF's parameter-server tutorial).
         os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+        tasks = [
+            (job, index)
+            for job in ("ps", "worker")
+            for index in range(len(self.spec[job]))
+        ]
         try:
-            for job in ("ps", "worker"):
-                for index in range(len(self.spec[job])):
-                    self._start_server(job, index)
+            shared = [t for t in tasks if t not in self.alone]
+            if self.one_process and shared:
+                process = self._start_servers(shared)
+                self._servers = dict.fromkeys(shared, process)
+            for task in tasks:
+                if task not in self._servers:
+                    self._servers[task] = self._start_servers([task])
             for (job, index), process in self._servers.items():
                 port = int(self.spec[job][index].rsplit(":", 1)[1])
                 _wait_for_port(port, process, timeout=60)
@@ -173,13 +242,13 @@ class LocalCluster:
             self.close()
             raise
 
-    def _start_server(self, job, index):
+    def _start_servers(self, tasks):
+        """One process serving `tasks`, a list of `(job, index)`."""
         command = [
             sys.executable,
             "-c",
             _SERVE,
-            job,
-            str(index),
+            json.dumps(tasks),
             json.dumps(self.spec),
             str(os.getpid()),
         ]
@@ -191,12 +260,28 @@ class LocalCluster:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self._servers[(job, index)] = process
         self._processes.append(process)
+        return process
+
+    def _own_process(self, job, index, action):
+        """The process of one task, which serves that task alone."""
+        if self.one_process and (job, index) not in self.alone:
+            raise ValueError(
+                f"Cannot {action} task {job} {index} alone: this cluster "
+                "serves it in one process with others (one_process=True). "
+                f"Name it in `alone` (alone=[({job!r}, {index})]) or make "
+                "the cluster with one_process=False to stop it."
+            )
+        return self._servers[(job, index)]
 
     def kill(self, job, index):
-        """Kills one server task with SIGKILL (a machine lost)."""
-        process = self._servers[(job, index)]
+        """Kills one server task with SIGKILL (a machine lost).
+
+        Raises:
+            ValueError: for a task that shares its process
+                (`one_process=True`, the task not in `alone`).
+        """
+        process = self._own_process(job, index, "kill")
         process.kill()
         process.wait()
 
@@ -206,12 +291,21 @@ class LocalCluster:
         Its connections stay open, so the coordinator waits for it (no
         error, no rescheduling): what backup workers
         (`DeploymentConfig(replicas_to_aggregate=...)`) are for.
+
+        Raises:
+            ValueError: for a task that shares its process
+                (`one_process=True`, the task not in `alone`).
         """
-        self._servers[(job, index)].send_signal(signal.SIGSTOP)
+        self._own_process(job, index, "pause").send_signal(signal.SIGSTOP)
 
     def resume(self, job, index):
-        """Lets a task stopped by `pause` go on (SIGCONT)."""
-        self._servers[(job, index)].send_signal(signal.SIGCONT)
+        """Lets a task stopped by `pause` go on (SIGCONT).
+
+        Raises:
+            ValueError: for a task that shares its process
+                (`one_process=True`, the task not in `alone`).
+        """
+        self._own_process(job, index, "resume").send_signal(signal.SIGCONT)
 
     def run(self, command, timeout=None, capture=True):
         """Runs the training program: once as the coordinator (`ps > 0`), or
@@ -322,22 +416,34 @@ def _wait_all(command, processes, timeout):
     ]
 
 
-# A server task's program: serve until the process that started it is
-# gone. It runs without keras_slim and without Keras (which TensorFlow
-# imports eagerly, and Keras scikit-learn): a server needs neither, and
-# starts in about half the time (2.6 s of CPU instead of 4.5).
+# The servers' program: one `tf.distribute.Server` per task given (a
+# JSON list of [job, index]), each on its own port, serving until the
+# process that started it is gone. It runs without keras_slim and without
+# Keras (which TensorFlow imports eagerly, and Keras scikit-learn): a
+# server needs neither, and starts in about half the time (2.6 s of CPU
+# instead of 4.5).
 _SERVE = """
 import json, os, sys, time
 sys.modules["keras"] = None
 import tensorflow as tf
-job, index, spec, parent = sys.argv[1:]
-server = tf.distribute.Server(
-    tf.train.ClusterSpec(json.loads(spec)),
-    job_name=job,
-    task_index=int(index),
-    protocol="grpc",
-    start=True,
-)
+tasks, spec, parent = sys.argv[1:]
+tasks = json.loads(tasks)
+config = tf.compat.v1.ConfigProto()
+if len(tasks) > 1:
+    # Servers in one process hang with fewer inter-op threads than tasks
+    # (TensorFlow's in-process test clusters give workers + 1).
+    config.inter_op_parallelism_threads = max(len(tasks) + 1, os.cpu_count())
+servers = [
+    tf.distribute.Server(
+        tf.train.ClusterSpec(json.loads(spec)),
+        job_name=job,
+        task_index=index,
+        protocol="grpc",
+        config=config,
+        start=True,
+    )
+    for job, index in tasks
+]
 while os.getppid() == int(parent):
     time.sleep(0.5)
 os._exit(0)

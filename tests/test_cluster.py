@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -43,26 +44,35 @@ def wait_dead(pids, timeout=10):
     return [p for p in pids if alive(p)]
 
 
-def test_launcher_runs_the_command_once_per_worker():
-    result = launch("--workers", "2", "--", sys.executable, "-c", PRINT_TASK)
-    assert result.returncode == 0, result.stderr
+# The launcher's `main` runs in this process where its output and code are
+# the point (a launcher process costs a TensorFlow start: keras_slim's
+# import); its exit, as a process, is the failing worker's test below.
+
+
+def test_launcher_runs_the_command_once_per_worker(capfd):
+    code = cluster.main(
+        ["--workers", "2", "--", sys.executable, "-c", PRINT_TASK]
+    )
+    out, err = capfd.readouterr()
+    assert code == 0, err
     # Each worker's lines, prefixed, whole.
-    assert sorted(result.stdout.splitlines()) == [
+    assert sorted(out.splitlines()) == [
         "[worker 0] task worker 0 2",
         "[worker 1] task worker 1 2",
     ]
 
 
-def test_launcher_with_ps_runs_the_coordinator_once():
+def test_launcher_with_ps_runs_the_coordinator_once(capfd):
     code = (
         "import json, os; t = json.loads(os.environ['TF_CONFIG']); "
         "print(t['task'], sorted(t['cluster']), len(t['cluster']['ps']))"
     )
-    result = launch(
-        "--workers", "2", "--ps", "2", "--", sys.executable, "-c", code
+    exit_code = cluster.main(
+        ["--workers", "2", "--ps", "2", "--", sys.executable, "-c", code]
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == (
+    out, err = capfd.readouterr()
+    assert exit_code == 0, err
+    assert out.strip() == (
         "{'type': 'chief', 'index': 0} ['chief', 'ps', 'worker'] 2"
     )
 
@@ -154,8 +164,14 @@ def test_servers_are_cleaned_up_when_the_caller_fails(how):
     assert wait_dead(pids) == []
 
 
-def test_local_cluster_spec_and_resolver():
-    with testing.local_cluster(workers=2, ps=1) as cluster:
+def listening(address):
+    host, port = address.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        return s.connect_ex((host, int(port))) == 0
+
+
+def test_local_cluster_spec_and_resolver_with_servers_in_one_process():
+    with testing.local_cluster(workers=2, ps=1, one_process=True) as cluster:
         assert sorted(cluster.spec) == ["chief", "ps", "worker"]
         addresses = [a for job in cluster.spec.values() for a in job]
         assert len(set(addresses)) == 4
@@ -165,8 +181,16 @@ def test_local_cluster_spec_and_resolver():
         assert resolver.cluster_spec().as_dict() == cluster.spec
         config = json.loads(cluster.tf_config("worker", 1))
         assert config["task"] == {"type": "worker", "index": 1}
+        # Three servers, each on its own port, in one process.
         pids = [p.pid for p in cluster._processes]
-        assert all(alive(p) for p in pids)
+        assert len(pids) == 1 and alive(pids[0])
+        servers = cluster.spec["ps"] + cluster.spec["worker"]
+        assert all(listening(a) for a in servers), servers
+        # No task of that process can be stopped alone.
+        for stop in (cluster.kill, cluster.pause, cluster.resume):
+            with pytest.raises(ValueError, match="task worker 1 alone"):
+                stop("worker", 1)
+        assert alive(pids[0])
     assert wait_dead(pids, timeout=1) == []
 
 
@@ -175,3 +199,14 @@ def test_bad_sizes():
         LocalCluster(workers=0)
     with pytest.raises(ValueError, match="Received: ps=True"):
         LocalCluster(ps=True)
+    with pytest.raises(ValueError, match="Received: one_process='yes'"):
+        LocalCluster(ps=1, one_process="yes")
+    with pytest.raises(ValueError, match="one_process=True with ps=0"):
+        LocalCluster(workers=2, one_process=True)
+    for alone in ([("ps", 1)], ("ps", 0), [("chief", 0)], [("ps", "0")]):
+        with pytest.raises(
+            ValueError, match=r"Received: alone=(.|\n)*\('ps', 0\)"
+        ):
+            LocalCluster(ps=1, one_process=True, alone=alone)
+    with pytest.raises(ValueError, match="with one_process=False"):
+        LocalCluster(ps=1, alone=[("ps", 0)])

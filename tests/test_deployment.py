@@ -279,7 +279,7 @@ PLACEMENT = textwrap.dedent(
     import keras_slim
     from keras_slim.cluster import LocalCluster
 
-    with LocalCluster(workers=1, ps=2) as cluster:
+    with LocalCluster(workers=1, ps=2, one_process=True) as cluster:
         config = keras_slim.DeploymentConfig(
             num_ps_tasks=2, cluster_resolver=cluster.resolver()
         )

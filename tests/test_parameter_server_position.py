@@ -1,8 +1,8 @@
 """No batch lost or repeated under parameter servers, across a coordinator
 killed with SIGKILL and restarted.
 
-One local cluster (2 workers, 1 parameter server, real gRPC servers)
-serves every coordinator of the test, each a process of
+One local cluster (2 workers, 1 parameter server, real gRPC servers in
+one process) serves every coordinator of the test, each a process of
 tests/scripts/ps_position.py, whose final weights are the exact sum of the
 batches it consumed, in any order: equal weights mean the same batches,
 each once.
@@ -10,14 +10,13 @@ each once.
 
 import os
 import pathlib
-import signal
-import subprocess
 import sys
-import threading
 
 import numpy as np
 
 from keras_slim.cluster import LocalCluster
+from tests.processes import reaching
+from tests.processes import watched
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "ps_position.py"
 sys.path.insert(0, str(SCRIPT.parent))
@@ -26,7 +25,8 @@ import ps_position  # noqa: E402
 
 def coordinator(cluster, logdir, out, epochs, kill_at=None, timeout=120):
     """Runs one coordinator on `cluster`; kills it (SIGKILL) once it
-    prints a global step of at least `kill_at`.
+    prints a global step of at least `kill_at` (a watchdog kills it after
+    `timeout` seconds).
 
     Returns:
         The last step it printed when killed, else `None` (it finished).
@@ -38,35 +38,17 @@ def coordinator(cluster, logdir, out, epochs, kill_at=None, timeout=120):
         TF_CPP_MIN_LOG_LEVEL="3",
         PYTHONUNBUFFERED="1",
     )
-    process = subprocess.Popen(
+    result = watched(
         [sys.executable, str(SCRIPT), str(logdir), str(out)]
         + ["--epochs", str(epochs)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
         env=env,
+        timeout=timeout,
+        signal_when=reaching(kill_at),
     )
-    watchdog = threading.Timer(timeout, process.kill)
-    watchdog.start()
-    steps = []
-    try:
-        for line in process.stdout:
-            if not line.startswith("step "):
-                continue
-            steps.append(int(line.split()[1]))
-            if kill_at is not None and steps[-1] >= kill_at:
-                process.send_signal(signal.SIGKILL)
-                break
-        code = process.wait(timeout=timeout)
-        errors = process.stderr.read()
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    if kill_at is not None and code == -signal.SIGKILL:
+    steps = result.steps()
+    if result.killed and result.signalled:
         return steps[-1]
-    assert code == 0, f"the coordinator failed ({code}):\n{errors[-3000:]}"
+    result.check(0)
     return None
 
 
@@ -80,7 +62,8 @@ def test_killed_and_continued_coordinators_consume_each_batch_once(
 ):
     per_epoch = ps_position.STEPS_PER_EPOCH
     rng = np.random.default_rng()
-    with LocalCluster(workers=2, ps=1) as cluster:
+    # Only coordinators are killed: the servers share one process.
+    with LocalCluster(workers=2, ps=1, one_process=True) as cluster:
         # A straight run of 4 epochs.
         coordinator(cluster, tmp_path / "straight", tmp_path / "s.npz", 4)
         # A run of 2 epochs, continued to 4, killed in epoch 3 or 4 after

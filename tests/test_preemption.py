@@ -8,6 +8,7 @@ end; the data is shuffled and augmented, the model has `Dropout`.
 import os
 import pathlib
 import signal
+import sys
 
 import numpy as np
 import pytest
@@ -16,8 +17,11 @@ import keras_slim
 from keras_slim import _signals
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
+from tests.processes import reaching
+from tests.processes import watched
+from tests.test_resume import ENV
+from tests.test_resume import SCRIPT
 from tests.test_resume import run
-from tests.test_resume import signalled
 from tests.test_resume import weights
 
 
@@ -32,11 +36,13 @@ def test_a_signal_saves_its_step_and_the_rerun_resumes_exactly(
     base = [mode, "default", "dataset"]
     run([*base, str(tmp_path / "ref"), str(reference), "0"])
     logdir, out = tmp_path / "run", tmp_path / "out.npz"
-    code, lines = signalled(
-        [*base, str(logdir), str(out), "0"], at_step=10, signals=[number]
-    )
-    assert code == 42, lines
-    _, step, path = lines[-1].split()
+    result = watched(
+        [sys.executable, str(SCRIPT), *base, str(logdir), str(out), "0"],
+        env=ENV,
+        signal_when=reaching(10),
+        signals=[number],
+    ).check(42)
+    _, step, path = result.lines[-1].split()
     assert int(step) >= 10
     assert path == str(logdir / f"model.ckpt-{step}")
     # The only checkpoint: time intervals would not have saved yet.

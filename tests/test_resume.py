@@ -12,67 +12,36 @@ randomly augmented, and the model has `Dropout`.
 import logging
 import os
 import pathlib
-import signal
-import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
+
+from tests.processes import reaching
+from tests.processes import watched
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "resume_run.py"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 
 
-def signalled(args, at_step=None, signals=(signal.SIGKILL,), timeout=120):
-    """Runs the script; sends `signals` once it prints `step >= at_step`.
-
-    A watchdog kills the script after `timeout` seconds, so a hang fails
-    the test instead of stalling it.
-
-    Returns:
-        `(returncode, lines)`: the exit status and the lines printed.
-    """
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-    )
-    watchdog = threading.Timer(timeout, process.kill)
-    watchdog.start()
-    lines, sent = [], False
-    try:
-        for line in process.stdout:
-            lines.append(line.strip())
-            if at_step is None or sent or not line.startswith("step "):
-                continue
-            if int(line.split()[1]) >= at_step:
-                for number in signals:
-                    process.send_signal(number)
-                sent = True
-        code = process.wait(timeout=timeout)
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert code != -signal.SIGKILL or sent, f"timed out after {timeout} s"
-    return code, lines
-
-
 def run(args, kill_at=None, timeout=120):
-    """Runs the script; kills it (SIGKILL) once it prints `step kill_at`.
+    """Runs the script; kills it (SIGKILL) once it prints a step of at
+    least `kill_at` (a watchdog kills it after `timeout` seconds, so a hang
+    fails the test instead of stalling it).
 
     Returns:
         The step at which it was killed, or `None` if it finished.
     """
-    code, lines = signalled(args, at_step=kill_at, timeout=timeout)
-    steps = [int(line.split()[1]) for line in lines if line.startswith("step")]
-    if code == -signal.SIGKILL:
+    result = watched(
+        [sys.executable, str(SCRIPT), *args],
+        env=ENV,
+        timeout=timeout,
+        signal_when=reaching(kill_at),
+    )
+    steps = result.steps()
+    if result.killed and result.signalled:
         return steps[-1] if steps else kill_at
-    assert code == 0, f"the run failed: {lines[-5:]}"
+    result.check(0)
     return None
 
 

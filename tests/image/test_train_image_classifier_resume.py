@@ -14,9 +14,7 @@ before the first step, and trains.
 
 import os
 import signal
-import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -25,8 +23,12 @@ import tensorflow as tf
 from keras_slim.errors import PREEMPTED_EXIT_CODE
 from keras_slim.image import datasets
 from tests.image.test_eval_image_classifier import colored_images
+from tests.processes import reaching
+from tests.processes import watched
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+# The command's log lines: "global step 12: loss = ...".
+LOGGED = "global step "
 # Primes above 32 (the most steps per call): the steps per call divide the
 # run's steps, so each call is one step and a signal can land at any step;
 # a finished run's lower target keeps one step per call too (other steps
@@ -45,39 +47,24 @@ def command(train_dir, flags, at_step=None, signal_number=None, timeout=180):
     step >= `at_step`. A watchdog kills it after `timeout` seconds.
 
     Returns:
-        `(returncode, last global step logged, stdout lines)`.
+        `(returncode, last global step logged, output lines)`.
     """
-    process = subprocess.Popen(
+    result = watched(
         [
             sys.executable,
             "-m",
             "keras_slim.image.train_image_classifier",
             *["--train_dir", str(train_dir), *COMMON, *flags],
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
         env=ENV,
+        timeout=timeout,
+        signal_when=reaching(at_step, prefix=LOGGED),
+        signals=(signal_number,),
+        merge_stderr=True,
     )
-    watchdog = threading.Timer(timeout, process.kill)
-    watchdog.start()
-    lines, step, sent = [], None, False
-    try:
-        for line in process.stdout:
-            lines.append(line.rstrip())
-            if not line.startswith("global step ") or ":" not in line:
-                continue
-            step = int(line.split(":")[0].split()[-1])
-            if at_step is not None and not sent and step >= at_step:
-                process.send_signal(signal_number)
-                sent = True
-        code = process.wait(timeout=timeout)
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    return code, step, lines
+    assert not result.timed_out, f"timed out:\n{result.output()}"
+    logged = result.steps(LOGGED)
+    return result.returncode, logged[-1] if logged else None, result.lines
 
 
 def final_weights(train_dir):

@@ -5,8 +5,9 @@ Usage: python ps_train.py OUT_JSON LOGDIR [--steps N] [--epochs N]
        [--steps-per-execution N] [--auto-fit] [--then-train N]
 
 Starts keras_slim.cluster.LocalCluster(workers=2, ps=2) (real gRPC servers
-in their own processes), trains a SlimModel with a gradient policy, and
-writes what the tests check to OUT_JSON.
+on 127.0.0.1: each task to be killed in its own process, the others in
+one), trains a SlimModel with a gradient policy, and writes what the tests
+check to OUT_JSON.
 """
 
 import argparse
@@ -106,7 +107,11 @@ class KillAll(keras.callbacks.Callback):
 
 
 result = {}
-with LocalCluster(workers=2, ps=2) as cluster:
+# The tasks to be killed get a process each; the others share one.
+alone = [("worker", 1)] if args.kill_worker_at else []
+alone += [("worker", 0), ("worker", 1)] if args.then_kill_all_workers_at else []
+alone += [("ps", 1)] if args.kill_ps_at else []
+with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
     config = keras_slim.DeploymentConfig(
         num_ps_tasks=2, cluster_resolver=cluster.resolver()
     )

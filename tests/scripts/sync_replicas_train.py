@@ -188,7 +188,10 @@ logging.getLogger("keras_slim").setLevel(logging.INFO)
 
 result = {}
 workers = 1 if mode == "average" else 3
-with LocalCluster(workers=workers, ps=1) as cluster:
+# `backup` stops a worker's process: there, each task has its own.
+with LocalCluster(
+    workers=workers, ps=1, one_process=mode == "average"
+) as cluster:
     config = keras_slim.DeploymentConfig(
         num_ps_tasks=1,
         cluster_resolver=cluster.resolver(),
