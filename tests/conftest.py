@@ -4,6 +4,7 @@ Logical devices must be configured before TensorFlow initializes its
 devices, so this runs at import, before any test touches TensorFlow.
 """
 
+import logging
 import os
 import pathlib
 
@@ -75,6 +76,33 @@ def mirrored():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+def _logging_state():
+    loggers = [logging.getLogger("keras_slim"), tf.get_logger()]
+    return [
+        (lg, lg.handlers[:], lg.filters[:], lg.level, lg.propagate)
+        for lg in loggers
+    ]
+
+
+# The loggers as a fresh process has them.
+_FRESH_LOGGING = _logging_state()
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    """A command's `main()` called in the test process (in a test or in a
+    module's fixture) configures the `keras_slim` and TensorFlow loggers
+    for the console: a handler on the stdout of that moment, INFO, no
+    propagation. After each test they are put back as a fresh process has
+    them, so the next test's `caplog` and output see what it would alone."""
+    yield
+    for lg, handlers, filters, level, propagate in _FRESH_LOGGING:
+        lg.handlers[:] = handlers
+        lg.filters[:] = filters
+        lg.setLevel(level)
+        lg.propagate = propagate
 
 
 @pytest.fixture(autouse=True)

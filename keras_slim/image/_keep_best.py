@@ -37,6 +37,7 @@ class KeepBest(StepCallback):
         super().__init__()
         self.keeper = keeper
         self.network = network
+        self.evaluator = eval_image_classifier.Evaluator(network)
         self.task = task
         self._seen = None
 
@@ -58,9 +59,7 @@ class KeepBest(StepCallback):
         self._seen = path
         step, _ = training_state.restore_for_inference(self.network, path)
         with _task.images_named(self.task):
-            results = eval_image_classifier.evaluate(
-                self.network, self.task.make_dataset(None)
-            )
+            results = self.evaluator(self.task.make_dataset(None))
         _LOG.info(
             "held-out | global step: %d | %s: %.4f",
             step,

@@ -166,7 +166,7 @@ def _schedule(schedule, per_step):
     """The schedule's line, and TF-Slim's epochs at the global batch when
     they differ (its decay steps count epochs of `--batch_size`)."""
     text = schedule.describe()
-    if schedule.decay_steps is None:
+    if not schedule.counts_epochs:
         return text
     epochs = schedule.decay_steps * per_step / schedule.num_samples_per_epoch
     nominal = schedule.num_epochs_per_decay

@@ -42,7 +42,6 @@ cannot be read.
 import logging
 import os
 import sys
-import weakref
 
 import keras
 import tensorflow as tf
@@ -130,9 +129,89 @@ def parser():
     return p
 
 
+class Evaluator:
+    """A model's evaluation: its metrics and its traced step, made once.
+
+    Accuracy, top-5 recall and loss on batches of `(images, one-hot
+    labels)`, in inference mode. Each call starts the metrics afresh and
+    reuses the traced step, so evaluating checkpoint after checkpoint
+    restored into the same model (a following keras-slim-eval,
+    `--keep_best`) traces once per batch shape, not once per checkpoint.
+    Whoever evaluates again holds the `Evaluator`; nothing global keeps
+    the model alive.
+
+    Args:
+        model: A Keras model returning logits (its first output, when it
+            has TF-Slim's AuxLogits too).
+
+    Example:
+    ```python
+    evaluator = Evaluator(model)
+    for path in paths:
+        model.load_weights(path)
+        print(evaluator(dataset.batch(100))["accuracy"])
+    ```
+    """
+
+    def __init__(self, model):
+        classes = model.outputs[0].shape[-1]
+        self.metrics = {
+            "accuracy": keras.metrics.CategoricalAccuracy(),
+            "loss": keras.metrics.Mean(),
+        }
+        if classes > 5:
+            self.metrics["recall_5"] = keras.metrics.TopKCategoricalAccuracy(
+                k=5
+            )
+        cross_entropy = keras.losses.CategoricalCrossentropy(
+            from_logits=True, reduction=None
+        )
+        metrics = self.metrics
+
+        @tf.function
+        def step(images, labels):
+            logits = model(images, training=False)
+            if isinstance(logits, (list, tuple)):
+                logits = logits[0]  # not TF-Slim's AuxLogits
+            for name, metric in metrics.items():
+                if name == "loss":
+                    metric.update_state(cross_entropy(labels, logits))
+                else:
+                    metric.update_state(labels, logits)
+            return tf.shape(images)[0]
+
+        self.model = model
+        self.step = step
+
+    def __call__(self, dataset, *, max_num_batches=None):
+        """The metrics on `dataset`.
+
+        Args:
+            dataset: A finite `tf.data.Dataset`.
+            max_num_batches: Evaluate at most this many batches (`None`:
+                all). Defaults to `None`.
+
+        Returns:
+            A dict: `accuracy`, `recall_5` (`None` with 5 classes or
+            fewer), `loss` (mean cross-entropy) and `count` (examples).
+        """
+        for metric in self.metrics.values():
+            metric.reset_state()
+        if max_num_batches is not None:
+            dataset = dataset.take(max_num_batches)
+        count = 0
+        for images, labels in dataset:
+            count += int(self.step(images, labels))
+        results = {name: float(m.result()) for name, m in self.metrics.items()}
+        results.setdefault("recall_5", None)
+        results["count"] = count
+        return results
+
+
 def evaluate(model, dataset, *, max_num_batches=None):
     """Accuracy, top-5 recall and loss of a model on batches of
-    `(images, one-hot labels)`, in inference mode.
+    `(images, one-hot labels)`, in inference mode: `Evaluator(model)`
+    called once (hold an `Evaluator` to evaluate the model again).
 
     Args:
         model: A Keras model returning logits (its first output, when
@@ -151,55 +230,7 @@ def evaluate(model, dataset, *, max_num_batches=None):
     print(results["accuracy"])
     ```
     """
-    metrics, step = _evaluation_step(model)
-    for metric in metrics.values():
-        metric.reset_state()
-    if max_num_batches is not None:
-        dataset = dataset.take(max_num_batches)
-    count = 0
-    for images, labels in dataset:
-        count += int(step(images, labels))
-    results = {name: float(m.result()) for name, m in metrics.items()}
-    results.setdefault("recall_5", None)
-    results["count"] = count
-    return results
-
-
-# A model's metrics and traced step, made once: evaluating the same model
-# again (each checkpoint a following eval or `--keep_best` restores)
-# reuses them instead of tracing a new function each time.
-_STEPS = weakref.WeakKeyDictionary()
-
-
-def _evaluation_step(model):
-    """The model's metrics and its `tf.function` step updating them."""
-    if model in _STEPS:
-        return _STEPS[model]
-    classes = model.outputs[0].shape[-1]
-    metrics = {
-        "accuracy": keras.metrics.CategoricalAccuracy(),
-        "loss": keras.metrics.Mean(),
-    }
-    if classes > 5:
-        metrics["recall_5"] = keras.metrics.TopKCategoricalAccuracy(k=5)
-    cross_entropy = keras.losses.CategoricalCrossentropy(
-        from_logits=True, reduction=None
-    )
-
-    @tf.function
-    def step(images, labels):
-        logits = model(images, training=False)
-        if isinstance(logits, (list, tuple)):
-            logits = logits[0]  # not TF-Slim's AuxLogits
-        for name, metric in metrics.items():
-            if name == "loss":
-                metric.update_state(cross_entropy(labels, logits))
-            else:
-                metric.update_state(labels, logits)
-        return tf.shape(images)[0]
-
-    _STEPS[model] = metrics, step
-    return metrics, step
+    return Evaluator(model)(dataset, max_num_batches=max_num_batches)
 
 
 def _eval_dir(flags):
@@ -211,18 +242,16 @@ def _eval_dir(flags):
     return os.path.join(directory, "eval")
 
 
-def _evaluate_checkpoint(model, task, path, writer, flags, *, keeper=None):
+def _evaluate_checkpoint(evaluator, task, path, writer, flags, *, keeper=None):
     step, averaged = _inference_checkpoint.restore(
-        model,
+        evaluator.model,
         path,
         model_name=flags.model_name,
         moving_average_decay=flags.moving_average_decay,
     )
     with _task.images_named(task):
-        results = evaluate(
-            model,
-            task.make_dataset(None),
-            max_num_batches=flags.max_num_batches,
+        results = evaluator(
+            task.make_dataset(None), max_num_batches=flags.max_num_batches
         )
     values = {
         "eval/Accuracy": results["accuracy"],
@@ -307,10 +336,11 @@ def run(flags):
         channels=task.channels,
     )
     keeper = _keeper(flags, task)
+    evaluator = Evaluator(model)
     writer = tf.summary.create_file_writer(_eval_dir(flags))
     for path in _checkpoints(flags):
         step = _evaluate_checkpoint(
-            model, task, path, writer, flags, keeper=keeper
+            evaluator, task, path, writer, flags, keeper=keeper
         )
         if flags.max_number_of_steps and step >= flags.max_number_of_steps:
             break
@@ -335,7 +365,7 @@ def main(argv=None):
         return 2
 
 
-__all__ = ["evaluate", "main", "parser"]
+__all__ = ["Evaluator", "evaluate", "main", "parser"]
 
 
 def console():

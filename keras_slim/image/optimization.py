@@ -493,6 +493,15 @@ class DecaySchedule:
             "warmup's end)"
         )
 
+    @property
+    def counts_epochs(self):
+        """Whether the decay steps are TF-Slim's count of
+        `num_epochs_per_decay` epochs (not for `fixed`, nor for a cosine
+        that ends at `max_number_of_steps`)."""
+        if self.decay_steps is None:
+            return False
+        return self.kind != "cosine" or self.max_number_of_steps is None
+
     def epochs_text(self, epochs, steps):
         """`"2 epochs = 62 steps"`: TF-Slim's count of `epochs` in steps
         (`steps`, divided by the replicas to aggregate when synchronous)."""

@@ -219,7 +219,12 @@ def test_keras_slim_eval_predicts_what_tf_slim_predicts(reference, net):
         env={"TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    line = evaluated.stdout.strip().splitlines()[-1]
+    # The result line; the kept best's line follows it.
+    line = next(
+        line
+        for line in evaluated.stdout.splitlines()
+        if "eval/Accuracy = " in line
+    )
     match = re.search(r"eval/Accuracy = ([0-9.]+).*\((\d+) images", line)
     assert match, line
     assert (float(match.group(1)), int(match.group(2))) == (1.0, IMAGES), (

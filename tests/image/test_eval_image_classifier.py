@@ -508,10 +508,14 @@ def test_an_image_that_does_not_decode_is_named_by_both_commands(
     assert "Traceback" not in err
 
 
-def test_evaluating_a_model_again_reuses_its_step_and_starts_afresh():
+def test_an_evaluator_reuses_its_step_and_starts_afresh():
     """Each checkpoint a following eval or `--keep_best` evaluates reuses
-    the model's traced step (no retracing per checkpoint), and each call
-    counts only its own batches: the results equal a plain numpy count."""
+    the evaluator's traced step (no retracing per checkpoint), each call
+    counts only its own batches (the results equal numpy's count), and
+    nothing but the evaluator keeps the model alive."""
+    import gc
+    import weakref
+
     import keras
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(6)])
@@ -524,15 +528,21 @@ def test_evaluating_a_model_again_reuses_its_step_and_starts_afresh():
         for n in (10, 7)
     )
 
-    def expected(images, labels):
-        logits = model.predict(images, verbose=0)
+    def expected(net, images, labels):
+        logits = net.predict(images, verbose=0)
         return np.mean(logits.argmax(1) == labels.argmax(1))
 
+    evaluator = eval_cli.Evaluator(model)
     for images, labels in (first, second, first):
         data = tf.data.Dataset.from_tensor_slices((images, labels)).batch(4)
-        results = eval_cli.evaluate(model, data)
+        results = evaluator(data)
         assert results["count"] == len(images)
-        assert results["accuracy"] == pytest.approx(expected(images, labels))
-    _, step = eval_cli._evaluation_step(model)
+        accuracy = expected(model, images, labels)
+        assert results["accuracy"] == pytest.approx(accuracy)
+        assert results == eval_cli.evaluate(model, data)
     # One trace per batch shape: 4, then the last batches of 2 and 3.
-    assert step.experimental_get_tracing_count() == 3
+    assert evaluator.step.experimental_get_tracing_count() == 3
+    gone = weakref.ref(model)
+    del model, evaluator
+    gc.collect()
+    assert gone() is None

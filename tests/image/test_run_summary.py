@@ -138,9 +138,12 @@ def test_the_warmup_and_cosine_end_at_the_steps_named(
             "--learning_rate_decay_type=cosine",
             *["--warmup_epochs=1", "--max_number_of_steps=100"],
             *["--learning_rate=0.1", "--end_learning_rate=0.002"],
+            *["--num_clones=2", "--clone_on_cpu"],
         ],
     )
     text = summary_of(capsys.readouterr().out)
+    # The cosine's steps end at the last step: no epochs of --batch_size.
+    assert "TF-Slim's decay steps count epochs" not in text
     warmup = number(r"linear warmup from 0 over 1 epochs = (\d+) steps", text)
     cosine = number(r"cosine: 0.1 to 0.002 over (\d+) steps", text)
     assert warmup + cosine == 100  # the cosine ends at the last step
