@@ -398,6 +398,24 @@ def add_master_flag(add):
     )
 
 
+def add_inference_average_flag(add):
+    """Adds `--moving_average_decay` as keras-slim-eval and
+    keras-slim-export read it: whether a TF-Slim checkpoint's moving
+    averages are restored (a keras_slim checkpoint's always are).
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
+    add(
+        "moving_average_decay",
+        None,
+        "The decay to use for the moving average. If left as None, "
+        "then moving averages are not used (a TF-Slim checkpoint's; a "
+        "keras_slim checkpoint's are used whenever it holds them).",
+        parse=fraction,
+    )
+
+
 def add_model_flags(add, *, image_size_flag):
     """Adds `--model_name`, the image size flag and `--preprocessing_name`.
 

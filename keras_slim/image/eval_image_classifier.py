@@ -112,14 +112,7 @@ def parser():
         "of this global step or later (the end of training).",
         parse=_flag_types.positive_int,
     )
-    add(
-        "moving_average_decay",
-        None,
-        "The decay to use for the moving average. If left as None, "
-        "then moving averages are not used (a TF-Slim checkpoint's; a "
-        "keras_slim checkpoint's are used whenever it holds them).",
-        parse=_flag_types.fraction,
-    )
+    _flags.add_inference_average_flag(add)
     _flags.add_best_flags(add, training=False)
     _flags.add_model_flags(add, image_size_flag="--eval_image_size")
     _flags.add_data_flags(add, training=False)

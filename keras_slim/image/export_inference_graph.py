@@ -164,14 +164,7 @@ def parser():
         "of TF-Slim, as freeze_graph's --input_checkpoint (default: the "
         "net's initial weights, as TF-Slim exported the graph alone).",
     )
-    add(
-        "moving_average_decay",
-        None,
-        "The decay to use for the moving average. If left as None, "
-        "then moving averages are not used (a TF-Slim checkpoint's; a "
-        "keras_slim checkpoint's are used whenever it holds them).",
-        parse=_flag_types.fraction,
-    )
+    _flags.add_inference_average_flag(add)
     _flags.add_logging_flags(add)
     return p
 
