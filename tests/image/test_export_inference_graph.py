@@ -25,22 +25,33 @@ from tests.checkpoint_files import write_tf1
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 _VALUE = ".ATTRIBUTES/VARIABLE_VALUE"
+STEPS = 40  # of the trained fixture
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A train_dir of digits_cnn after 150 steps with moving averages
-    (fewer leave batch norm's statistics unsettled: one class for all)."""
+    """A train_dir of digits_cnn after 40 steps with moving averages.
+
+    Adam at a learning rate of 0.1 settles batch norm's statistics in 40
+    steps (measured: all 10 classes predicted, the quantized model agrees
+    on 350 of 355 digits); at 0.01 it took 150 steps (fewer gave one
+    class for all, and the agreement of the quantized model says little).
+    """
     train_dir = tmp_path_factory.mktemp("export") / "train"
-    code = train_cli.main(
-        [
-            *["--train_dir", str(train_dir), "--max_number_of_steps", "150"],
-            *["--batch_size", "32", "--moving_average_decay", "0.9"],
-            *["--optimizer", "adam", "--learning_rate", "0.01"],
-            *["--save_summaries_secs", "3600", "--log_every_n_steps", "50"],
-            "--nosummarize_activations",
-        ]
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        # No held-out split (the command's path for a --dataset_dir
+        # without one): the accuracy printed at the end is not read here.
+        patch.setattr(train_cli, "_held_out_task", lambda flags: None)
+        code = train_cli.main(
+            [
+                *["--train_dir", str(train_dir)],
+                *["--max_number_of_steps", str(STEPS)],
+                *["--batch_size", "32", "--moving_average_decay", "0.9"],
+                *["--optimizer", "adam", "--learning_rate", "0.1"],
+                *["--save_summaries_secs", "3600"],
+                *["--log_every_n_steps", "50", "--nosummarize_activations"],
+            ]
+        )
     assert code == 0
     return train_dir
 
@@ -53,22 +64,27 @@ def images():
 
 @pytest.fixture(scope="module")
 def exports(trained):
-    """The train_dir exported as a SavedModel, a float and a quantized
-    LiteRT model; and the logits of the net keras-slim-eval restores."""
+    """The train_dir exported as a SavedModel and a quantized LiteRT model
+    (the command), a float LiteRT model converted from that SavedModel
+    (what the command converts; written once, not again for it); and the
+    logits of the net keras-slim-eval restores."""
     out = trained.parent
     paths = {
         "saved": out / "saved",
         "float": out / "digits.tflite",
         "quantized": out / "digits_q.tflite",
     }
-    for kind, path in paths.items():
-        quantize = ["--quantize"] if kind == "quantized" else []
-        argv = ["--checkpoint_path", str(trained), "--output_file", str(path)]
-        assert export_cli.main([*argv, *quantize]) == 0
+    for kind, extra in (("saved", []), ("quantized", ["--quantize"])):
+        argv = ["--checkpoint_path", str(trained)]
+        argv += ["--output_file", str(paths[kind]), *extra]
+        assert export_cli.main(argv) == 0
+    paths["float"].write_bytes(
+        export_cli._tflite(str(paths["saved"]), quantize=False)
+    )
     model = nets.build("digits_cnn", 10)
     prefix = tf.train.latest_checkpoint(str(trained))
     step, averaged = training_state.restore_for_inference(model, prefix)
-    assert (step, averaged) == (150, True)
+    assert (step, averaged) == (STEPS, True)
     return paths, model
 
 
@@ -118,7 +134,7 @@ def test_the_litert_models_float_and_quantized(exports, images):
     predicted = expected.argmax(-1)
     assert len(np.unique(predicted)) >= 5  # not one class for all
     agree = np.mean(quantized["logits"].argmax(-1) == predicted)
-    assert agree >= 0.95, agree  # measured: 1.0, 355 of 355 digits
+    assert agree >= 0.95, agree  # measured: 0.986, 350 of 355 digits
 
 
 _FRESH = textwrap.dedent(
