@@ -113,7 +113,7 @@ def main(argv=None):
             name=name, steps=args.steps, warmup=WARMUP, logdir=slim_dir
         )
         slim_ops = tf_slim_peer.run(
-            vs_tf_slim.TF_SLIM_TRAIN_OP + code, timeout=600
+            vs_tf_slim.TF_SLIM_TRAIN_OP + code, timeout=600, alone=True
         )["ops"]
         slim_times = kernel_times(slim_dir, args.steps)
         ours_dir = os.path.join(tmp, "keras_slim")

@@ -267,7 +267,7 @@ def tf_slim(name, mode="session", logdir=None, feed="constant"):
         timed=TIMED,
         batch=BATCH,
     )
-    return tf_slim_peer.run(TF_SLIM_TRAIN_OP + code, timeout=600)[
+    return tf_slim_peer.run(TF_SLIM_TRAIN_OP + code, timeout=600, alone=True)[
         "steps_per_sec"
     ]
 

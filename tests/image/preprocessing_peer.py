@@ -13,8 +13,8 @@ ordering (`apply_with_random_selector`), `reverse` when flipped
 (`random_flip_left_right`), `adjust_brightness` / `_saturation` / `_hue`
 / `_contrast` by the drawn value (`random_*`).
 
-`run(cases)` pickles the cases to a child (`python preprocessing_peer.py
-in out`), which runs each in graph mode (`tf.compat.v1.
+`run(cases)` pickles the cases to the TF1 child tests/tf_slim_peer.py
+keeps, which runs each in graph mode (`tf.compat.v1.
 disable_v2_behavior()`) and pickles the outputs back.
 
 A case is a dict: `"family"` (`inception`, `vgg`, `cifarnet`, `lenet`),
@@ -27,9 +27,13 @@ stateful `sample_distorted_bounding_box` with TF-Slim's arguments.
 
 import os
 import pickle
-import subprocess
-import sys
 import tempfile
+
+from tests import tf_slim_peer
+
+_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 def run(cases, timeout=300):
@@ -47,20 +51,16 @@ def run(cases, timeout=300):
         outputs = os.path.join(directory, "out.pkl")
         with open(inputs, "wb") as f:
             pickle.dump(cases, f)
-        env = dict(
-            os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3"
-        )
-        result = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), inputs, outputs],
-            capture_output=True,
-            text=True,
+        tf_slim_peer.run(
+            f"""
+            if {_ROOT!r} not in sys.path:
+                sys.path.insert(0, {_ROOT!r})
+            from tests.image import preprocessing_peer
+            preprocessing_peer._child({inputs!r}, {outputs!r})
+            print("null")
+            """,
             timeout=timeout,
-            env=env,
         )
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"TF1 preprocessing peer failed:\n{result.stderr[-3000:]}"
-            )
         with open(outputs, "rb") as f:
             return pickle.load(f)
 
@@ -315,6 +315,3 @@ _FAMILIES = {
     "cifarnet": {"train": _cifarnet_train, "eval": _cifarnet_eval},
     "lenet": {"eval": _lenet_eval},
 }
-
-if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2])

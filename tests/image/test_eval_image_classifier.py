@@ -2,7 +2,9 @@
 class subfolders and TF-Slim's TFRecord shards, generated here; the flags'
 help; the warm start from a TF-Slim checkpoint the command picks."""
 
-import concurrent.futures
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,7 +19,6 @@ from keras_slim.image import train_image_classifier as train_cli
 from tests.callbacks.test_summaries import read_events
 from tests.checkpoint_files import write_tf1
 from tests.checkpoint_files import write_tf2
-from tests.helpers import run_module
 
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 CLASSES = ["red", "green", "blue"]
@@ -121,10 +122,12 @@ SPECS = [
 ]
 
 
-def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
+def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset, capsys):
     """TF-Slim README's fine-tuning command, its flags as written there,
-    on TF-Slim's own inception_v2 checkpoint; then keras-slim-eval on
-    that checkpoint itself (the migration check)."""
+    on TF-Slim's own inception_v2 checkpoint, in a subprocess (the
+    command's exit); then keras-slim-eval on that checkpoint itself (the
+    migration check), its `main` in this process (its exit is tested in a
+    subprocess by test_eval_equals_tf_slim.py)."""
     _, root = dataset
     data = str(root / "data")
     checkpoint = str(slim / "inception_v2_3_classes" / "model.ckpt")
@@ -134,34 +137,36 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
         "--dataset_name=colors",
         "--model_name=inception_v2",
     ]
+    training = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "keras_slim.image.train_image_classifier",
+            f"--train_dir={train_dir}",
+            *common,
+            f"--checkpoint_path={checkpoint}",
+            "--checkpoint_exclude_scopes=InceptionV2/Logits",
+            "--trainable_scopes=InceptionV2/Logits",
+            "--train_image_size=32",
+            "--max_number_of_steps=4",
+            "--batch_size=8",
+            "--nosummarize_activations",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **ENV),
+    )
     # The evaluation reads TF-Slim's checkpoint, not the fine-tuned one:
     # it runs while the fine-tuning does.
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    evaluation = pool.submit(
-        run_module,
-        "keras_slim.image.eval_image_classifier",
-        f"--checkpoint_path={checkpoint}",
-        *common,
-        "--eval_image_size=32",
-        timeout=300,
-        env=ENV,
-    )
-    pool.shutdown(wait=False)
-    trained = run_module(
-        "keras_slim.image.train_image_classifier",
-        f"--train_dir={train_dir}",
-        *common,
-        f"--checkpoint_path={checkpoint}",
-        "--checkpoint_exclude_scopes=InceptionV2/Logits",
-        "--trainable_scopes=InceptionV2/Logits",
-        "--train_image_size=32",
-        "--max_number_of_steps=4",
-        "--batch_size=8",
-        "--nosummarize_activations",
-        timeout=300,
-        env=ENV,
-    )
-    assert trained.returncode == 0, trained.stderr[-3000:]
+    try:
+        code = eval_cli.main(
+            [f"--checkpoint_path={checkpoint}", *common, "--eval_image_size=32"]
+        )
+    finally:
+        _, trained = training.communicate(timeout=300)
+    evaluated = capsys.readouterr()
+    assert training.returncode == 0, trained[-3000:]
     reader = tf.train.load_checkpoint(checkpoint)
     name_map = nets.slim_name_map("inception_v2")
     model = nets.build("inception_v2", 3, image_size=32)
@@ -175,9 +180,8 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset):
         else:
             np.testing.assert_array_equal(variable.numpy(), saved)
 
-    evaluated = evaluation.result()
-    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    line, kept = evaluated.stdout.strip().splitlines()[-2:]
+    assert code == 0, evaluated.err[-3000:]
+    line, kept = evaluated.out.strip().splitlines()[-2:]
     assert line.startswith("global step 0: eval/Accuracy = "), line
     assert kept.startswith("best | accuracy: "), kept  # a TF-Slim checkpoint
     accuracy = float(line.split("eval/Accuracy = ")[1].split(",")[0])

@@ -1,36 +1,38 @@
 """Comparing keras_slim's nets with TF-Slim's own (tests/image/nets/
-slim_peer.py runs those in graph mode, in a subprocess)."""
+slim_peer.py runs those in graph mode, in tests/tf_slim_peer.py's
+child)."""
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
 
 from keras_slim import checkpoints
 from keras_slim.image import nets
+from tests import tf_slim_peer
 from tests.helpers import once_per_session
 
 SCRIPT = pathlib.Path(__file__).parent / "slim_peer.py"
 
 
 def run(tmp_path_factory, key, specs, timeout=600):
-    """Runs the peer once per test session for `specs`; returns its
-    output directory."""
+    """Runs the peer once per test session for `specs` (in the TF-Slim
+    child tests/tf_slim_peer.py keeps); returns its output directory."""
 
     def make():
         out = tmp_path_factory.mktemp(key)
-        spec_file = out / "specs.json"
-        spec_file.write_text(json.dumps(specs))
-        result = subprocess.run(
-            [sys.executable, str(SCRIPT), str(spec_file), str(out)],
-            capture_output=True,
-            text=True,
+        tf_slim_peer.run(
+            f"""
+            if {str(SCRIPT.parent)!r} not in sys.path:
+                sys.path.insert(0, {str(SCRIPT.parent)!r})
+            import slim_peer
+            for spec in {specs!r}:
+                slim_peer.build(spec, {str(out)!r})
+            print("null")
+            """,
             timeout=timeout,
         )
-        assert result.returncode == 0, result.stderr[-4000:]
         return str(out)
 
     return pathlib.Path(once_per_session(tmp_path_factory, key, make))
