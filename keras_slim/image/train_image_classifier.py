@@ -465,6 +465,10 @@ def run(flags):
         is_training=True,
     )
     schedule = _schedule(flags, train)
+    if flags.keep_best:  # a dry run refuses a metric the run would refuse
+        _best_checkpoint.check_metric(
+            flags.best_metric, num_classes=train.num_classes
+        )
     held_out, keep_best = None, []
     if config.is_chief and not flags.dry_run:
         held_out = _held_out_task(flags)

@@ -249,6 +249,10 @@ def test_dry_run_exits_0_before_any_step_writing_nothing(
             ["--num_epochs_per_decay", "0.001"],
             "The learning rate would decay every 0 steps",
         ),
+        (
+            ["--keep_best", "--best_metric", "recall_5", "--labels", "0-4"],
+            "recall_5 (top-5) needs more than 5 classes",
+        ),
     ],
 )
 def test_dry_run_refuses_bad_flags(args, message, tmp_path, capsys):
