@@ -1,6 +1,7 @@
 """Errors raised by keras_slim."""
 
 import errno
+import functools
 
 
 class NanLossDuringTrainingError(RuntimeError):
@@ -26,6 +27,10 @@ class NanLossDuringTrainingError(RuntimeError):
             Defaults to `None`.
         applied: Whether the step's update was applied.
             Defaults to `False`.
+        unchecked: With `applied`, why the step was not checked before
+            its update, or `None` for a model without keras_slim's gate
+            (the message then says to use a `SlimModel`).
+            Defaults to `None`.
 
     Example:
     ```python
@@ -37,7 +42,14 @@ class NanLossDuringTrainingError(RuntimeError):
     """
 
     def __init__(
-        self, step, loss, cause="loss", gradient_norm=None, applied=False
+        self,
+        step,
+        loss,
+        cause="loss",
+        gradient_norm=None,
+        applied=False,
+        *,
+        unchecked=None,
     ):
         if cause not in ("loss", "gradient"):
             raise ValueError(
@@ -50,6 +62,7 @@ class NanLossDuringTrainingError(RuntimeError):
             None if gradient_norm is None else float(gradient_norm)
         )
         self.applied = bool(applied)
+        self.unchecked = unchecked
         what = (
             f"NaN loss during training: loss = {self.loss} at global step "
             f"{self.step} (LossTensor is inf or nan)."
@@ -58,10 +71,12 @@ class NanLossDuringTrainingError(RuntimeError):
             f"norm = {self.gradient_norm} at global step {self.step}, with "
             f"a finite loss ({self.loss})."
         )
+        why = unchecked or (
+            "the model has no update gate: use a keras_slim.SlimModel to "
+            "skip such steps"
+        )
         outcome = (
-            " The step was applied (the model has no update gate: use a "
-            "keras_slim.SlimModel to skip such steps): its variables hold "
-            "that update."
+            f" The step was applied ({why}): its variables hold that update."
             if self.applied
             else " The step was skipped: no variable was updated."
         )
@@ -69,7 +84,10 @@ class NanLossDuringTrainingError(RuntimeError):
 
     def __reduce__(self):
         args = (self.step, self.loss, self.cause, self.gradient_norm)
-        return (type(self), (*args, self.applied))
+        return (
+            functools.partial(type(self), unchecked=self.unchecked),
+            (*args, self.applied),
+        )
 
 
 #: The exit status of `keras-slim-train` after a preemption: TensorFlow's

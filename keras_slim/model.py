@@ -319,14 +319,13 @@ class SlimModel(keras.Model):
             finite = None
             if total_loss is not None:
                 finite = tf.math.is_finite(total_loss)
-            raises = options.raise_on_nonfinite
-            self._track_loss(loss, _batch_size(x), finite, raises)
+            self._track_loss(loss, _batch_size(x), finite)
         else:
             gate = self._gate(plan, grads, total_loss, options)
             tracked = gate.finite
             if gate.loss_finite is not None:
                 tracked = gate.loss_finite
-            self._track_loss(loss, _batch_size(x), tracked, gate.raises)
+            self._track_loss(loss, _batch_size(x), tracked)
             self._apply_summed(
                 grads, plan, options, gate, x=x, activations=activations
             )
@@ -390,9 +389,7 @@ class SlimModel(keras.Model):
         grads, total_loss = _optimizer.sum_across_replicas(grads, loss)
         # A non-finite loss is left out of the reported mean; the step that
         # aggregates it decides whether to skip or fail.
-        self._track_loss(
-            loss, _batch_size(x), tf.math.is_finite(total_loss), False
-        )
+        self._track_loss(loss, _batch_size(x), tf.math.is_finite(total_loss))
         self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
         return grads, total_loss
 
@@ -517,14 +514,16 @@ class SlimModel(keras.Model):
                 overflows=options.overflow_steps,
             )
 
-    def _track_loss(self, loss, batch_size, finite, raise_on_nonfinite):
+    def _track_loss(self, loss, batch_size, finite):
         """Reports the step's loss as the built-in train step does.
 
-        A step skipped for a non-finite loss or gradient (when the model
-        does not raise) does not count in the reported mean.
+        A step the check finds not finite does not count in the reported
+        mean, whether it is skipped or fails: the tracker's update need
+        not wait for the step's assertion, so a failing step (which a
+        rollback goes on from) must not leave its loss in the mean either.
         """
         loss = _keras.unscale_loss(loss)
-        if finite is not None and not raise_on_nonfinite:
+        if finite is not None:
             loss = tf.where(finite, loss, tf.zeros_like(loss))
             batch_size = tf.where(finite, batch_size, 0)
         _keras.loss_tracker(self).update_state(loss, sample_weight=batch_size)

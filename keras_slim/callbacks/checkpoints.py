@@ -5,6 +5,7 @@ import math
 import os
 import shutil
 
+import numpy as np
 import tensorflow as tf
 
 from keras_slim import _checkpoint_dir
@@ -28,6 +29,17 @@ def _worker_directory(directory, strategy):
     chief's directory, so that neither's files or cleanup meet."""
     task_id = getattr(getattr(strategy, "cluster_resolver", None), "task_id", 0)
     return os.path.normpath(directory) + f"_workertemp_{task_id}"
+
+
+def _metrics(model):
+    """The metrics' state (Keras's running loss among it), which a
+    training checkpoint does not hold, as numpy values."""
+    return [np.array(v.numpy()) for v in model.metrics_variables]
+
+
+def _restore_metrics(model, values):
+    for variable, value in zip(model.metrics_variables, values):
+        variable.assign(value)
 
 
 class Checkpoints(StepCallback):
@@ -154,6 +166,7 @@ class Checkpoints(StepCallback):
         self._training_weights = None
         self._forget = None
         self._positions = None
+        self._metrics_saved = None
         self._due, self._clock = self._trigger, None
 
     def step_multiples(self, model):
@@ -173,6 +186,7 @@ class Checkpoints(StepCallback):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self._loss_finite = True
+        self._metrics_saved = None
         strategy = self.model.distribute_strategy
         self._chief = self._run.is_chief
         write_dir = (
@@ -400,12 +414,23 @@ class Checkpoints(StepCallback):
 
     def restore_with_position(self, path):
         """Restores checkpoint `path` with this worker's input position of
-        its step (a rollback: `keras_slim/_fit/rollback.py`).
+        its step, and the metrics' state of that step (a rollback:
+        `keras_slim/_fit/rollback.py`).
+
+        The metrics (the epoch's running loss among them) are not in the
+        checkpoint: this fit kept their state at its last save, and a
+        checkpoint it did not write is the one it started from, before
+        the epoch's first step, when Keras's metrics were reset.
 
         Args:
             path: A checkpoint this run wrote or restored.
         """
         self._resume().with_position(path)
+        step = _resume.step_of(path)
+        if self._metrics_saved is not None and self._metrics_saved[0] == step:
+            _restore_metrics(self.model, self._metrics_saved[1])
+        else:
+            self.model.reset_metrics()
 
     def _resume(self):
         return _resume.Resume(
@@ -470,6 +495,9 @@ class Checkpoints(StepCallback):
             if self._positions is not None:
                 self._positions.save(step)
         self._saved_step = step
+        if self._run.rollback is not None:
+            # What a rollback to this step puts back beside the checkpoint.
+            self._metrics_saved = (step, _metrics(self.model))
         if self._clock is not None:
             self._clock.reset(step)
         if not self._chief:

@@ -118,6 +118,13 @@ class NanLossGuard(RunCallback):
                     "back asynchronous steps over parameter servers (other "
                     "workers' steps are in flight); use rollback=0."
                 )
+            if not self.model.gradient_policy.check_numerics:
+                raise ValueError(
+                    f"NanLossGuard(rollback={self.rollback}) rolls back a "
+                    "step the SlimModel's check found not finite, before "
+                    "it changed anything; this model's GradientPolicy has "
+                    "check_numerics=False. Use check_numerics=True."
+                )
             self._run.rollback = Rollback(self._run, self.rollback)
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -181,12 +188,17 @@ class NanLossGuard(RunCallback):
         if skipped is not None:
             self._report_skipped(skipped, final=False)
             return
+        unchecked = self._unchecked()
+        if unchecked is False:
+            return  # the step checks itself: it raised, or was skipped
         loss = (logs or {}).get("loss")
         if loss is None or math.isfinite(loss):
             return
         step = self._run.global_step()
         if self.fail:
-            raise NanLossDuringTrainingError(step, loss, applied=True)
+            raise NanLossDuringTrainingError(
+                step, loss, applied=True, unchecked=unchecked
+            )
         if not self._warned:
             logger.warning(
                 "NaN loss during training: loss = %s at global step %d; "
@@ -198,6 +210,19 @@ class NanLossGuard(RunCallback):
                 step,
             )
             self._warned = True
+
+    def _unchecked(self):
+        """`False` when the model's step checks numerics itself (a
+        `SlimModel` whose policy does); else why it does not, for the
+        error (`None`: not a `SlimModel`)."""
+        if not isinstance(self.model, SlimModel):
+            return None
+        if self.model.gradient_policy.check_numerics:
+            return False
+        return (
+            "its GradientPolicy has check_numerics=False: the step does "
+            "not check its loss and gradients before the update"
+        )
 
     def on_train_end(self, logs=None):
         self._report_overflows(final=True)

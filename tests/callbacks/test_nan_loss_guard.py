@@ -1,6 +1,7 @@
 """NanLossGuard: raise with the step, or go on as if nothing happened."""
 
 import logging
+import pickle
 
 import keras
 import numpy as np
@@ -37,6 +38,22 @@ def test_slim_model_without_numeric_check_raises_too():
     model = common.model(policy=policy)
     with pytest.raises(keras_slim.NanLossDuringTrainingError, match="step 3"):
         model.fit(poisoned({3}), verbose=0, callbacks=[NanLossGuard()])
+
+
+def test_the_error_names_why_the_step_was_applied():
+    # A SlimModel has a gate: "use a SlimModel" only for a model without.
+    policy = keras_slim.GradientPolicy(check_numerics=False)
+    for model, why, wrong in [
+        (common.model(policy=policy), "check_numerics=False", "no update"),
+        (common.model("keras"), "no update gate", "check_numerics"),
+    ]:
+        with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+            model.fit(poisoned({3}), verbose=0, callbacks=[NanLossGuard()])
+        assert info.value.applied
+        assert why in str(info.value) and wrong not in str(info.value)
+        # It pickles (errors cross process boundaries in clusters).
+        again = pickle.loads(pickle.dumps(info.value))
+        assert str(again) == str(info.value)
 
 
 def test_fail_false_on_slim_model_skips_the_step_and_goes_on():
