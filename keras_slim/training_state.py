@@ -38,6 +38,7 @@ __all__ = [
     "CHECKPOINT_NAME",
     "STRUCTURE_KEY",
     "all_finite",
+    "global_step",
     "restore_for_inference",
     "restore_latest",
     "restore_training_state",
@@ -336,7 +337,40 @@ def restore_for_inference(model, path):
         tf.train.Checkpoint(**{AVERAGES_KEY: averages}).read(
             path
         ).expect_partial()
-    step = tf.train.load_checkpoint(path).get_tensor(
-        "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
+    return global_step(path), bool(averages)
+
+
+#: Where a training checkpoint holds the global step: under a loss scale,
+#: the inner optimizer's (the `LossScaleOptimizer`'s own stays 0).
+_STEP_KEYS = (
+    "optimizer/inner_optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+    "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+)
+
+
+def global_step(path):
+    """The global step a training checkpoint was saved at.
+
+    Args:
+        path: A checkpoint prefix written by `training_checkpoint`.
+
+    Returns:
+        The optimizer's `iterations` in it, as a Python integer (the inner
+        optimizer's under a `LossScaleOptimizer`).
+
+    Raises:
+        ValueError: if the checkpoint holds no optimizer step.
+
+    Example:
+    ```python
+    global_step("/tmp/run/model.ckpt-600")  # 600
+    ```
+    """
+    reader = tf.train.load_checkpoint(path)
+    for key in _STEP_KEYS:
+        if reader.has_tensor(key):
+            return int(reader.get_tensor(key))
+    raise ValueError(
+        f"The checkpoint {path!r} holds no optimizer step (looked for "
+        f"{', '.join(_STEP_KEYS)}): is it a training checkpoint?"
     )
-    return int(step), bool(averages)

@@ -166,6 +166,9 @@ class Evaluator:
             logits = model(images, training=False)
             if isinstance(logits, (list, tuple)):
                 logits = logits[0]  # not TF-Slim's AuxLogits
+            # Metrics in float32 whatever the net computes in (a mixed
+            # precision net's logits are float16 or bfloat16).
+            logits = tf.cast(logits, tf.float32)
             for name, metric in metrics.items():
                 if name == "loss":
                     metric.update_state(cross_entropy(labels, logits))
