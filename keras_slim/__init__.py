@@ -17,6 +17,7 @@ _startup.quiet_tensorflow_for_commands()
 from keras_slim import callbacks  # noqa: E402
 from keras_slim import checkpoints  # noqa: E402
 from keras_slim import gradients  # noqa: E402
+from keras_slim import moving_averages  # noqa: E402
 from keras_slim import optimizers  # noqa: E402
 from keras_slim import training_state  # noqa: E402
 from keras_slim.deployment import DeploymentConfig  # noqa: E402
@@ -40,6 +41,7 @@ __all__ = [
     "callbacks",
     "checkpoints",
     "gradients",
+    "moving_averages",
     "optimizers",
     "train",
     "training_state",

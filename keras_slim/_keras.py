@@ -55,6 +55,7 @@ __all__ = [
     "replace_update_step",
     "replace_weight_decay",
     "replace_accumulating_apply",
+    "replace_moving_averages",
     "run_no_step_in_next_call",
     "schedule_at_optimizer_steps",
     "set_initial_epoch",
@@ -305,6 +306,47 @@ def moving_averages(optimizer):
     return list(
         zip(inner._trainable_variables, inner._model_variables_moving_average)
     )
+
+
+def replace_moving_averages(optimizer, *, start, update):
+    """Replaces how an optimizer with `use_ema=True` starts and updates its
+    moving averages. On this instance.
+
+    `BaseOptimizer.build` makes `_model_variables_moving_average` (zeros,
+    one per variable, aligned with `_trainable_variables`), and
+    `_backend_apply_gradients` calls `_update_model_variables_moving_average`
+    after each update, before `iterations` advances.
+
+    Args:
+        optimizer: A Keras optimizer (not a `LossScaleOptimizer`).
+        start: `start(variables, averages)`, run eagerly once the averages
+            exist (now, for a built optimizer that took no step).
+        update: `update(optimizer, variables, averages)`, in place of
+            Keras's update.
+    """
+    if "_update_model_variables_moving_average" in vars(optimizer):
+        return
+    original = type(optimizer).build.__get__(optimizer)
+
+    def begin():
+        with tf.init_scope():
+            start(
+                optimizer._trainable_variables,
+                optimizer._model_variables_moving_average,
+            )
+
+    def build(variables):
+        original(variables)
+        begin()
+
+    def update_averages(variables):
+        update(optimizer, variables, optimizer._model_variables_moving_average)
+
+    # Bypass trackable __setattr__: these are methods, not state.
+    vars(optimizer)["build"] = build
+    vars(optimizer)["_update_model_variables_moving_average"] = update_averages
+    if optimizer.built and int(optimizer.iterations.numpy()) == 0:
+        begin()
 
 
 def before_averages_replace_weights(optimizer, capture):

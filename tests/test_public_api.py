@@ -51,7 +51,9 @@ def test_every_callback_is_in_the_api_docs():
     assert not missing, f"not in docs/api/callbacks.md: {missing}"
 
 
-@pytest.mark.parametrize("module", [checkpoints, training_state])
+@pytest.mark.parametrize(
+    "module", [checkpoints, training_state, keras_slim.moving_averages]
+)
 def test_every_checkpoint_function_is_in_the_api_docs(module):
     names = documented()
     missing = [name for name in module.__all__ if name not in names]

@@ -48,6 +48,7 @@ import tensorflow as tf
 from keras.optimizers import schedules
 
 from keras_slim import _validation
+from keras_slim import moving_averages
 from keras_slim import optimizers
 from keras_slim.image import _warmup
 
@@ -170,8 +171,10 @@ def configure_optimizer(learning_rate, **flags):
             `"rmsprop"`), the optimizer flags of `OPTIMIZER_FLAGS`
             (`opt_epsilon`, `adam_beta1`, `rmsprop_decay`, ...), and
             `moving_average_decay` (a float keeps a moving average of the
-            weights: Keras's `use_ema` with that `ema_momentum`; default
-            `None`).
+            weights as TF-Slim's `ExponentialMovingAverage(decay,
+            num_updates=global_step)`: Keras's `use_ema` with that
+            `ema_momentum`, warmed up by
+            `keras_slim.moving_averages.warm_up`; default `None`).
 
     Returns:
         A `keras_slim.optimizers` optimizer.
@@ -204,7 +207,11 @@ def configure_optimizer(learning_rate, **flags):
     if k > 1:
         ema["gradient_accumulation_steps"] = int(k)
     values = {arg: value for arg, (_, value) in arguments.items()}
-    return cls(learning_rate, **values, **fixed, **ema)
+    optimizer = cls(learning_rate, **values, **fixed, **ema)
+    if f["moving_average_decay"] is not None:
+        # TF-Slim's ExponentialMovingAverage(decay, global_step).
+        moving_averages.warm_up(optimizer)
+    return optimizer
 
 
 #: Each `--optimizer`: its `keras_slim.optimizers` class, the flag of each
@@ -301,7 +308,8 @@ def describe_optimizer(**flags):
     if f["moving_average_decay"] is not None:
         text += (
             f"; moving average of the weights, decay "
-            f"{f['moving_average_decay']!r} --moving_average_decay"
+            f"min({f['moving_average_decay']!r} --moving_average_decay, "
+            "(1 + step) / (10 + step))"
         )
     return text
 

@@ -453,11 +453,15 @@ def test_decay_steps_are_divided_on_synchronous_replicas(
     assert schedule["decay_steps"] == decay_steps
 
 
-def test_moving_average_decay_is_keras_ema(monkeypatch, tmp_path):
+def test_moving_average_decay_is_tf1s_warmed_up_average(monkeypatch, tmp_path):
+    # Keras's averages with TF1's rule (tests/test_moving_averages.py
+    # compares that rule with TF1's ExponentialMovingAverage).
     optimizer = _built_optimizer(
         monkeypatch, tmp_path, "--moving_average_decay=0.99"
     )
     assert optimizer.use_ema and optimizer.ema_momentum == 0.99
+    update = vars(optimizer)["_update_model_variables_moving_average"]
+    assert update.__qualname__.startswith("replace_moving_averages")
 
 
 def test_replicas_to_aggregate_defaults_to_the_workers(tmp_path):
