@@ -17,7 +17,8 @@ module maps the same configuration onto them:
 
 The cluster of the last two comes from `cluster_resolver`, else from the
 `TF_CONFIG` environment variable (`tf.distribute.cluster_resolver.
-TFConfigClusterResolver`).
+TFConfigClusterResolver`), else, in a SLURM job step (`srun`), from
+SLURM's (`SlurmClusterResolver`; `keras_slim/_cluster_env.py`).
 """
 
 import json
@@ -25,10 +26,12 @@ import os
 
 import tensorflow as tf
 
+from keras_slim import _cluster_env
 from keras_slim import _strategy
 from keras_slim import _validation
+from keras_slim._cluster_env import read_tf_config
 
-__all__ = ["DeploymentConfig"]
+__all__ = ["DeploymentConfig", "read_tf_config"]
 
 # One MirroredStrategy per device set and process: a second one over the
 # same devices can abort with 'Shape mismatch in the collective instance'.
@@ -50,41 +53,6 @@ def _job_name(name, value):
 #: The most clones `clone_on_cpu` makes: logical CPU devices share this
 #: machine's cores, and TensorFlow takes minutes to make thousands.
 MAX_CPU_CLONES = 64
-
-
-def read_tf_config():
-    """The `TF_CONFIG` environment variable, parsed.
-
-    Returns:
-        The dict it holds (`{}` when it is not set or empty).
-
-    Raises:
-        ValueError: naming `TF_CONFIG`, its value and the parse error, when
-            it is not a JSON object.
-
-    Example:
-    ```python
-    task = read_tf_config().get("task", {}).get("index", 0)
-    ```
-    """
-    text = os.environ.get("TF_CONFIG", "")
-    if not text.strip():
-        return {}
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"The TF_CONFIG environment variable is not valid JSON ({error}). "
-            f"Received: TF_CONFIG={text!r}. Expected a JSON object such as "
-            '\'{"cluster": {"worker": ["host:port", ...]}, "task": {"type": '
-            '"worker", "index": 0}}\'.'
-        ) from None
-    if not isinstance(config, dict):
-        raise ValueError(
-            "The TF_CONFIG environment variable must hold a JSON object with "
-            f'"cluster" and "task". Received: TF_CONFIG={text!r}.'
-        )
-    return config
 
 
 def mirrored_strategy(devices):
@@ -173,7 +141,11 @@ class DeploymentConfig:
         ps_job_name: The cluster's job of parameter servers.
             Defaults to `"ps"`.
         cluster_resolver: A `tf.distribute.cluster_resolver.ClusterResolver`
-            for replicas or parameter servers; `None` reads `TF_CONFIG`.
+            for replicas or parameter servers; `None` reads `TF_CONFIG`,
+            else, in a SLURM job step (`srun`), SLURM's environment: one
+            task per worker replica; with parameter servers task 0 is the
+            coordinator, the next `num_ps_tasks` the parameter servers, the
+            rest the workers.
             Defaults to `None`.
         replicas_to_aggregate: Positive integer or `None`. With parameter
             servers, TF1's `SyncReplicasOptimizer`: training is synchronous,
@@ -189,6 +161,9 @@ class DeploymentConfig:
             (their stale results are dropped), below it workers compute
             several batches per step. `None`: the cluster's workers.
             Defaults to `None`.
+        slurm_port_base: Positive integer: in a SLURM job step, the port
+            of each node's first task (the others follow it).
+            Defaults to `8888` (TensorFlow's).
 
     Raises:
         ValueError: for an argument out of range, for settings the cluster
@@ -228,6 +203,7 @@ class DeploymentConfig:
         cluster_resolver=None,
         replicas_to_aggregate=None,
         total_num_replicas=None,
+        slurm_port_base=_cluster_env.DEFAULT_PORT_BASE,
     ):
         self.num_clones = _validation.positive_int("num_clones", num_clones)
         self.clone_on_cpu = _validation.boolean("clone_on_cpu", clone_on_cpu)
@@ -261,6 +237,11 @@ class DeploymentConfig:
                 "a tf.distribute.cluster_resolver.ClusterResolver or None",
             )
         self._resolver = cluster_resolver
+        self.slurm_port_base = _validation.positive_int(
+            "slurm_port_base", slurm_port_base
+        )
+        #: Where the cluster was found: "given", "TF_CONFIG" or "SLURM".
+        self.cluster_source = None if cluster_resolver is None else "given"
         self.replicas_to_aggregate = _validation.positive_int_or_none(
             "replicas_to_aggregate", replicas_to_aggregate
         )
@@ -328,27 +309,51 @@ class DeploymentConfig:
 
     @property
     def cluster_resolver(self):
-        """The resolver of the cluster (`TF_CONFIG` when none was given)."""
+        """The resolver of the cluster: the one given, else `TF_CONFIG`'s,
+        else, in a SLURM job step, SLURM's; `None` on one machine."""
         if self._resolver is None and self.kind in (
             "parameter_server",
             "multi_worker",
         ):
             read_tf_config()  # a clear error for a malformed one
-            self._resolver = (
-                tf.distribute.cluster_resolver.TFConfigClusterResolver()
-            )
+            if _cluster_env.in_slurm_step():
+                jobs = _cluster_env.slurm_jobs(
+                    num_replicas=self.num_replicas,
+                    num_ps_tasks=self.num_ps_tasks,
+                    worker_job=self.worker_job_name,
+                )
+                self._resolver = _cluster_env.slurm_resolver(
+                    jobs, port_base=self.slurm_port_base
+                )
+                self.cluster_source = "SLURM"
+            else:
+                self._resolver = (
+                    tf.distribute.cluster_resolver.TFConfigClusterResolver()
+                )
+                self.cluster_source = "TF_CONFIG"
         return self._resolver
+
+    @property
+    def serves(self):
+        """Whether this process is a worker or parameter server of a
+        parameter-server cluster, which serves its coordinator's steps
+        (`_cluster_env.serve`) rather than training."""
+        if self.kind != "parameter_server":
+            return False
+        resolver = self.cluster_resolver
+        task = resolver.task_type if resolver is not None else None
+        return task in (self.worker_job_name, self.ps_job_name)
 
     @property
     def is_chief(self):
         """Whether this process writes checkpoints, summaries and traces.
 
-        The coordinator under parameter servers; else the `chief` task, or
-        worker 0 of a cluster without one; else `replica_id == 0`, as in
-        TF-Slim.
+        The coordinator under parameter servers (not the worker and ps
+        tasks, which serve it); else the `chief` task, or worker 0 of a
+        cluster without one; else `replica_id == 0`, as in TF-Slim.
         """
         if self.kind == "parameter_server":
-            return True
+            return not self.serves
         resolver = self.cluster_resolver
         if resolver is not None and resolver.task_type:
             return _strategy.is_chief_task(
@@ -508,7 +513,14 @@ class DeploymentConfig:
         if self.kind in ("multi_worker", "parameter_server"):
             resolver = self.cluster_resolver
             spec = resolver.cluster_spec().as_dict() if resolver else {}
-            lines.append(f"  cluster: {json.dumps(spec, sort_keys=True)}")
+            lines.append(
+                f"  cluster (from {self.cluster_source}): "
+                f"{json.dumps(spec, sort_keys=True)}"
+            )
+            if resolver is not None and resolver.task_type:
+                lines.append(
+                    f"  this task: {resolver.task_type} {resolver.task_id}"
+                )
         lines.append(f"  chief: {self.is_chief}")
         if self._strategy is not None:
             lines.append(f"  strategy: {type(self._strategy).__name__}")

@@ -82,8 +82,15 @@ def add_deployment_flags(add):
         "task",
         None,
         "Task id of the replica running the training (default: the "
-        "index in TF_CONFIG, else 0).",
+        "index in TF_CONFIG, else the rank in a SLURM job step, else 0).",
         parse=non_negative_int,
+    )
+    add(
+        "slurm_port_base",
+        8888,
+        "In a SLURM job step (srun) without TF_CONFIG: the port of each "
+        "node's first task, the node's other tasks on the next ports.",
+        parse=positive_int,
     )
 
 

@@ -53,6 +53,7 @@ import sys
 import keras
 
 import keras_slim
+from keras_slim import _cluster_env
 from keras_slim import _validation
 from keras_slim import checkpoints
 from keras_slim.callbacks import StepCallback
@@ -119,10 +120,26 @@ def _task_from_tf_config(p):
     return index
 
 
+def _default_task(p, flags):
+    """`--task` when not given: 0 under parameter servers (the
+    coordinator), else the index in `TF_CONFIG`, else the rank in a SLURM
+    job step, else 0."""
+    if flags.num_ps_tasks:
+        return 0
+    if not read_tf_config().get("cluster") and flags.worker_replicas > 1:
+        rank = _cluster_env.slurm_rank()
+        if rank is not None:
+            return rank
+    return _task_from_tf_config(p)
+
+
 def _check(p, flags):
     """Checks across flags, and paths, before TensorFlow starts."""
     if flags.task is None:
-        flags.task = 0 if flags.num_ps_tasks else _task_from_tf_config(p)
+        try:
+            flags.task = _default_task(p, flags)
+        except ValueError as error:
+            p.error(str(error))
 
     sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
     if flags.num_ps_tasks and flags.worker_replicas > 1 and not sync_ps:
@@ -191,6 +208,7 @@ def _deployment(flags):
         num_ps_tasks=flags.num_ps_tasks,
         replicas_to_aggregate=flags.replicas_to_aggregate if sync_ps else None,
         total_num_replicas=flags.worker_replicas if sync_ps else None,
+        slurm_port_base=flags.slurm_port_base,
     )
 
 
@@ -450,6 +468,14 @@ def _say(text, flags):
 def run(flags):
     """Trains as the flags say; returns the exit code."""
     config = _deployment(flags)
+    if config.serves and not flags.dry_run:
+        # A worker or ps task of Kubeflow's TFJob or a SLURM step: the
+        # coordinator (the chief task) schedules the steps on it.
+        return _cluster_env.serve(
+            config.cluster_resolver,
+            log=_LOG.info,
+            watch_coordinator=config.cluster_source == "SLURM",
+        )
     # A dry run of a cluster says what it would do from the flags alone.
     cluster = config.kind in ("multi_worker", "parameter_server")
     strategy = None

@@ -2,8 +2,10 @@
 
 Usage: python multi_worker_train.py OUT_DIR LOGDIR {fit,train,preempt}
 
-Under TF_CONFIG (keras_slim.cluster.LocalCluster.run) this is a worker of
-a MultiWorkerMirroredStrategy from DeploymentConfig; without it, one
+Under TF_CONFIG (keras_slim.cluster.LocalCluster.run), or as a task of a
+SLURM job step (SLURM_PROCID ...; SLURM_PORT_BASE, the resolver's first
+port), this is a worker of a MultiWorkerMirroredStrategy from
+DeploymentConfig; without either, one
 process on the same global batch of 64. Writes OUT_DIR/result-<task>.json:
 history (fit) or the returned loss (train), and the final weights.
 `train` runs keras_slim.train with Keras's gradient accumulation (2
@@ -35,8 +37,15 @@ from tests.helpers import mlp  # noqa: E402
 out_dir, logdir, mode = sys.argv[1:4]
 tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
 task = tf_config.get("task", {}).get("index", 0)
+if "SLURM_PROCID" in os.environ:  # a task of a SLURM job step: no TF_CONFIG
+    task = int(os.environ["SLURM_PROCID"])
+    tf_config = {"slurm": True}
 if tf_config:
-    config = keras_slim.DeploymentConfig(num_replicas=2, replica_id=task)
+    config = keras_slim.DeploymentConfig(
+        num_replicas=2,
+        replica_id=task,
+        slurm_port_base=int(os.environ.get("SLURM_PORT_BASE", 8888)),
+    )
     strategy = config.strategy()
     is_chief = config.is_chief
 else:
