@@ -29,6 +29,8 @@ from keras_slim.model import SlimModel  # noqa: E402
 from keras_slim.model import wrap  # noqa: E402
 from keras_slim.policy import GradientPolicy  # noqa: E402
 
+_startup.started()
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -4,6 +4,7 @@ Logical devices must be configured before TensorFlow initializes its
 devices, so this runs at import, before any test touches TensorFlow.
 """
 
+import gc
 import logging
 import os
 import pathlib
@@ -33,6 +34,10 @@ _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(
     _cpus[0], [tf.config.LogicalDeviceConfiguration()] * NUM_REPLICAS
 )
+
+# The imports' objects (TensorFlow, Keras, keras_slim: never garbage) out
+# of the collector's full passes, which a test's tracing triggers often.
+gc.freeze()
 
 
 # The modules whose tests train in subprocesses or clusters, longest

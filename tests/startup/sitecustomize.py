@@ -8,6 +8,7 @@ guards both); any other module, keras_slim's digits loader or a test,
 imports them as usual.
 """
 
+import gc
 import sys
 
 _SKIPPED = frozenset({"sklearn", "matplotlib"})
@@ -36,9 +37,46 @@ class _NotForKeras:
         return None
 
 
+class _CollectAfterTensorFlow:
+    """A `sys.meta_path` finder: the process starts with Python's cyclic
+    garbage collector paused, and resumes it once `tensorflow` is
+    imported, with what the import made frozen (`gc.freeze`: never
+    scanned again, as nothing of it is garbage). Importing TensorFlow and
+    Keras makes some 365,000 objects, over which the collector otherwise
+    runs its full passes again and again: about 1 s of CPU in each of the
+    suite's TensorFlow processes, and again at every full pass after."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path[:] = [f for f in sys.meta_path if f is not cls]
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        exec_module = spec.loader.exec_module
+
+        def exec_then_collect(module):
+            try:
+                exec_module(module)
+            finally:
+                gc.freeze()
+                gc.enable()
+
+        spec.loader.exec_module = exec_then_collect
+        return spec
+
+
 def install():
     if not any(type(f).__name__ == "_NotForKeras" for f in sys.meta_path):
         sys.meta_path.insert(0, _NotForKeras())
 
 
+def _pause_collection_until_tensorflow():
+    if "tensorflow" not in sys.modules and gc.isenabled():
+        gc.disable()
+        sys.meta_path.insert(0, _CollectAfterTensorFlow)
+
+
 install()
+_pause_collection_until_tensorflow()
