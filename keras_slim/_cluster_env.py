@@ -16,9 +16,8 @@ import socket
 import time
 
 import tensorflow as tf
-from tensorflow.python.distribute.cluster_resolver import (
-    slurm_cluster_resolver as slurm,
-)
+
+from keras_slim import _keras
 
 #: TensorFlow's `SlurmClusterResolver` default.
 DEFAULT_PORT_BASE = 8888
@@ -134,22 +133,21 @@ def slurm_resolver(jobs, *, port_base=DEFAULT_PORT_BASE):
         A `tf.distribute.cluster_resolver.SlurmClusterResolver` whose
         `cluster_spec()` has been read (so its task is set).
     """
-    try:
-        gpus = slurm.get_num_gpus()
-    except (RuntimeError, OSError):
-        gpus = 0
-    if gpus:
-        resolver = slurm.SlurmClusterResolver(jobs=jobs, port_base=port_base)
+    resolvers = tf.distribute.cluster_resolver
+    if _keras.slurm_gpus():
+        resolver = resolvers.SlurmClusterResolver(
+            jobs=jobs, port_base=port_base
+        )
     else:
         # Its GPU sharing needs a GPU per task: one pretend GPU per task
         # on each node, not made visible.
-        per_node = slurm.expand_tasks_per_node(
+        per_node = _keras.slurm_tasks_per_node(
             os.environ.get(
                 "SLURM_STEP_TASKS_PER_NODE",
                 os.environ["SLURM_STEP_NUM_TASKS"],
             )
         )
-        resolver = slurm.SlurmClusterResolver(
+        resolver = resolvers.SlurmClusterResolver(
             jobs=jobs,
             port_base=port_base,
             gpus_per_node=max(per_node),

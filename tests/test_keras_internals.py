@@ -531,3 +531,67 @@ def test_running_only_the_chosen_ops_is_keras_rand_augment():
             layer.transform_images(images, change),
         )
     assert len(chosen) >= 8  # most of the 11 operations
+
+
+def test_keras_takes_an_unread_dataset_as_distributed(mirrored):
+    """`UnreadDataset`: Keras's data adapter takes it (a DistributedDataset
+    by class name), counts its batches, and its epoch iterator neither
+    distributes it again nor reads it: each epoch gets a new token."""
+    from keras.src.trainers.data_adapters import is_tf_dataset
+
+    spec = (
+        tf.TensorSpec([None, 8], tf.float32),
+        tf.TensorSpec([None], tf.int32),
+    )
+    data = _keras.UnreadDataset(spec, 5)
+    assert is_tf_dataset(data)
+    epochs = tf_trainer.TFEpochIterator(
+        distribute_strategy=mirrored, x=data, steps_per_execution=1
+    )
+    assert epochs._get_iterator() is data
+    assert epochs.num_batches == 5
+    tokens = [
+        iterator
+        for _ in range(2)
+        for _, _, iterator in epochs.enumerate_epoch()
+    ]
+    assert len(tokens) == 10 and len({id(t) for t in tokens}) == 2
+    assert tokens[0].element_spec == spec
+    with pytest.raises(TypeError, match="never read"):
+        next(tokens[0])
+
+
+def test_the_moving_average_replacement():
+    """`replace_moving_averages`: Keras builds `_model_variables_moving_
+    average` in `build` and updates them through
+    `_update_model_variables_moving_average` after each update, before
+    `iterations` advances."""
+    from keras.src.optimizers import base_optimizer
+
+    base = base_optimizer.BaseOptimizer
+    assert "_model_variables_moving_average" in inspect.getsource(base.build)
+    branch = inspect.getsource(base._backend_apply_gradients)
+    assert "self._update_model_variables_moving_average(" in branch
+    apply = inspect.getsource(base.apply)
+    assert apply.index("self._backend_apply_gradients(") < apply.index(
+        "self._iterations.assign_add(1)"
+    )
+    variable = keras.Variable(np.ones(2, "float32"))
+    optimizer = keras.optimizers.SGD(0.5, use_ema=True, ema_momentum=0.5)
+    seen = []
+    _keras.replace_moving_averages(
+        optimizer,
+        start=lambda variables, averages: seen.append("start"),
+        update=lambda opt, variables, averages: seen.append(
+            int(opt.iterations.numpy())
+        ),
+    )
+    optimizer.build([variable])
+    optimizer.apply([tf.constant([1.0, 1.0])], [variable])
+    assert seen == ["start", 0]
+
+
+def test_the_slurm_helpers():
+    """TensorFlow's own reading of SLURM's tasks per node and GPUs."""
+    assert _keras.slurm_tasks_per_node("3(x2),2") == [3, 3, 2]
+    assert _keras.slurm_gpus() >= 0

@@ -4,9 +4,10 @@
 (`Run.feed`): a `HostFeed`, whose host iterator the run owns (datasets
 and arrays under the default and mirrored strategies, a worker's share of
 a dataset under the multi-worker one, `worker_input.py`: the input
-position is then part of every checkpoint, and Keras iterates a stand-in
-of the data's length), or a `Feed`, where Keras iterates the data as given (a
-resumed run skips what the interrupted epoch consumed). docs/design.md
+position is then part of every checkpoint, and Keras iterates an
+`UnreadDataset` of the data's length and spec), or a `Feed`, where Keras
+iterates the data as given (a resumed run skips what the interrupted
+epoch consumed). docs/design.md
 ("Training services") says which inputs get which, and why.
 """
 
@@ -22,11 +23,6 @@ from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import input_options
 from keras_slim._fit import worker_input
 from keras_slim._fit.position import InputPosition
-
-
-def _zeros(spec, one):
-    shape = [one if d is None else d for d in spec.shape]
-    return tf.zeros(tf.stack(shape), spec.dtype)
 
 
 class Feed:
@@ -116,14 +112,15 @@ class HostFeed(Feed):
         cache=None,
         share=None,
     ):
-        # The host pipeline shuffles; Keras's stand-in is never read.
+        # The host pipeline shuffles; Keras's data is never read.
         super().__init__(
             None, None, dict(kwargs, shuffle=False), position=position
         )
         self._make = dataset
         self.blocks = blocks
         self.reads_blocks = blocks is not None
-        self.stand_in = _stand_in(int(cardinality), element_spec)
+        self.element_spec = element_spec
+        self._cardinality = int(cardinality)
         self._host = None
         self._stateless = stateless
         self._options = None
@@ -163,7 +160,9 @@ class HostFeed(Feed):
         return reason
 
     def keras_data(self):
-        return self.stand_in, None
+        # Keras counts the batches of what it iterates; the train function
+        # reads the host feed, not Keras's iterator.
+        return _keras.UnreadDataset(self.element_spec, self._cardinality), None
 
     def _dataset(self):
         key = ("host", self.blocks, self._options is not None)
@@ -215,75 +214,6 @@ class HostFeed(Feed):
             return None
         key = ("leftover", self.blocks, self._options is not None)
         return self._cache.swap(self._given, key, iterators)
-
-
-# Stand-ins made, by (cardinality, repr(spec)): a dataset is immutable, and
-# making one traces its map function, a third of a short `fit` call's cost.
-_STAND_INS = {}
-_MAX_STAND_INS = 64
-
-
-def _stand_in(cardinality, spec):
-    """Zeros of `spec`'s structure, `cardinality` long, for Keras to count.
-
-    The same cardinality and spec give the same (immutable) dataset: a
-    second `fit` on the same kind of input reuses the first's.
-    """
-    key = (cardinality, repr(spec))
-    if key not in _STAND_INS:
-        if len(_STAND_INS) >= _MAX_STAND_INS:
-            _STAND_INS.pop(next(iter(_STAND_INS)))
-        _STAND_INS[key] = _make_stand_in(cardinality, spec)
-    return _STAND_INS[key]
-
-
-def _make_stand_in(cardinality, spec):
-    endless = cardinality == tf.data.INFINITE_CARDINALITY
-    unknown = cardinality < 0 and not endless
-    count = 1 if endless or unknown else cardinality
-    stand_in = _one_element(spec)
-    if stand_in is None:
-        indices = tf.data.Dataset.range(count)
-
-        def zeros(i):
-            # A dynamic 1 keeps the unknown dimensions unknown, as in `spec`.
-            one = tf.cast(i * 0 + 1, tf.int32)
-            return tf.nest.map_structure(lambda s: _zeros(s, one), spec)
-
-        stand_in = indices.map(zeros)
-    else:
-        stand_in = stand_in.repeat(count)
-    if endless:
-        return stand_in.repeat()
-    if unknown:
-        # Ended by the host data running out, never by the stand-in.
-        return stand_in.repeat().filter(lambda *_: True)
-    return stand_in
-
-
-def _one_element(spec):
-    """One element of zeros of `spec`, made without a dataset function
-    (whose instantiation made each `fit`'s iterator cost milliseconds),
-    or `None` where only a map gives the spec exactly: dense tensors whose
-    shapes are known, or unknown in the batch dimension alone of each."""
-    specs = tf.nest.flatten(spec)
-    if not all(isinstance(s, tf.TensorSpec) for s in specs):
-        return None
-    shapes = [s.shape for s in specs]
-    if any(s.rank is None or None in s[1:] for s in shapes):
-        return None
-    batch_unknown = [s.rank > 0 and s[0] is None for s in shapes]
-    if not any(batch_unknown):
-        zeros = [tf.zeros(s.shape, s.dtype) for s in specs]
-        return tf.data.Dataset.from_tensors(
-            tf.nest.pack_sequence_as(spec, zeros)
-        )
-    if not all(batch_unknown):
-        return None
-    zeros = [tf.zeros([1, *s.shape[1:]], s.dtype) for s in specs]
-    element = tf.nest.pack_sequence_as(spec, zeros)
-    # unbatch + batch(1): the batch dimension unknown, as in `spec`.
-    return tf.data.Dataset.from_tensors(element).unbatch().batch(1)
 
 
 def _array_dataset(arrays, batch_size, shuffle):

@@ -33,6 +33,9 @@ def build_on_one_replica(model, iterator=None, data_batch=None):
     strategy = model.distribute_strategy
     if iterator is not None:
         for _, _, it in iterator:
+            if isinstance(it, _keras.UnreadIterator):
+                data_batch = it.element_spec  # a host feed's
+                break
             batch = next(it)
             data_batch = tf.nest.map_structure(
                 lambda v: _one_replica(strategy, v), batch

@@ -261,7 +261,7 @@ class TrainFunction:
         if self._built:
             return
         spec = (
-            feed.stand_in.element_spec
+            feed.element_spec
             if feed is not None and feed.reads_host
             else getattr(iterator, "element_spec", None)
         )
