@@ -467,6 +467,10 @@ def _say(text, flags):
 
 def run(flags):
     """Trains as the flags say; returns the exit code."""
+    # The data's shuffles draw from TensorFlow's global seed with their
+    # own: seeded first, a run reads the same batches in any process (a
+    # second `main` in one process too), as the model is built (`_build`).
+    keras.utils.set_random_seed(0)
     config = _deployment(flags)
     if config.serves and not flags.dry_run:
         # A worker or ps task of Kubeflow's TFJob or a SLURM step: the

@@ -4,7 +4,8 @@ Each case runs the command once uninterrupted, then a chain in one
 `--train_dir`: a run that finishes at a lower `--max_number_of_steps`
 (the common way to go on: the same command with a higher target), a run
 killed with SIGKILL or stopped with SIGTERM at a randomly chosen later
-step, and a last run left to finish. The chain's
+step (the command's own process), and a last run left to finish (the
+other runs call the command's `main` in the test's process). The chain's
 final checkpoint must hold the uninterrupted run's weights (the optimizer's
 slots and moving averages included). Checkpoints are saved every second,
 so a kill lands anywhere relative to the last save. The shards hold no
@@ -22,9 +23,13 @@ import tensorflow as tf
 
 from keras_slim.errors import PREEMPTED_EXIT_CODE
 from keras_slim.image import datasets
+from keras_slim.image import train_image_classifier as cli
 from tests.image.test_eval_image_classifier import colored_images
 from tests.processes import reaching
+from tests.processes import steps
 from tests.processes import watched
+
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 # The command's log lines: "global step 12: loss = ...".
@@ -65,6 +70,16 @@ def command(train_dir, flags, at_step=None, signal_number=None, timeout=180):
     assert not result.timed_out, f"timed out:\n{result.output()}"
     logged = result.steps(LOGGED)
     return result.returncode, logged[-1] if logged else None, result.lines
+
+
+def in_process(train_dir, flags, capsys):
+    """keras-slim-train's `main` in this process (the runs whose process
+    is not the point: the uninterrupted reference, the finished run, the
+    last rerun). Returns what `command` returns."""
+    code = cli.main(["--train_dir", str(train_dir), *COMMON, *flags])
+    lines = capsys.readouterr().out.splitlines()
+    logged = steps(lines, LOGGED)
+    return code, logged[-1] if logged else None, lines
 
 
 def final_weights(train_dir):
@@ -130,16 +145,17 @@ SIGNALS = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_continued_interrupted_then_rerun_equals_an_uninterrupted_run(
-    case, images, tmp_path
+    case, images, tmp_path, capsys
 ):
     """The chain: a run that finishes at a random `--max_number_of_steps`
     below the target, the same command with the target, interrupted at a
-    random later step, and a last run left to finish."""
+    random later step (the command's process), and a last run left to
+    finish. The runs that are not interrupted run `main` here."""
     flags = [
         f.format(folder=images / "folder", tfrecords=images / "tfrecords")
         for f in CASES[case]
     ]
-    code, step, lines = command(tmp_path / "reference", flags)
+    code, step, lines = in_process(tmp_path / "reference", flags, capsys)
     assert code == 0 and step == STEPS, lines[-10:]
     if case.startswith("tfrecords"):
         assert any("No held-out accuracy" in line for line in lines[:10])
@@ -149,14 +165,14 @@ def test_continued_interrupted_then_rerun_equals_an_uninterrupted_run(
     signal_at = int(rng.integers(finish_at + 2, STEPS - 2))
     chain = tmp_path / "chain"
     fewer = [*flags, "--max_number_of_steps", str(finish_at)]
-    code, step, lines = command(chain, fewer)
+    code, step, lines = in_process(chain, fewer, capsys)
     assert code == 0 and step == finish_at, lines[-10:]
     number = SIGNALS[case]
     code, stopped, lines = command(chain, flags, signal_at, number)
     expected = -number if number == signal.SIGKILL else PREEMPTED_EXIT_CODE
     assert code == expected and finish_at < stopped < STEPS, lines[-10:]
     assert any(line.startswith("Resumed from ") for line in lines)
-    code, step, lines = command(chain, flags)
+    code, step, lines = in_process(chain, flags, capsys)
     assert code == 0 and step == STEPS, lines[-10:]
     assert any(line.startswith("Resumed from ") for line in lines)
 
