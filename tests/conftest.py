@@ -28,6 +28,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tests import zygote  # noqa: E402
+
 NUM_REPLICAS = 4
 
 _cpus = tf.config.list_physical_devices("CPU")
@@ -64,6 +66,21 @@ def pytest_collection_modifyitems(items):
         )
 
     items.sort(key=rank)  # stable: the order within a module is kept
+
+
+# Subprocesses forked from a pre-imported interpreter in the modules
+# marked `prestarted` (tests/zygote.py).
+_PRESTARTED = zygote.install()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _prestarted(request):
+    marked = request.node.get_closest_marker("prestarted") is not None
+    if not (marked and _PRESTARTED):
+        yield
+        return
+    with zygote.prestarted():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,9 @@ SLURM's environment as `srun` gives each task (the node 127.0.0.1, read
 by TensorFlow's `SlurmClusterResolver`), and the `TF_CONFIG` Kubeflow's
 operator derives from the manifest of docs/tutorials/deployment.md, fed
 to real processes: parameter servers through `keras-slim-train` (the
-chief trains to its last step, the servers end with status 0), and two
-synchronous replicas that train to the weights of one process.
+chief trains to its last step, the servers end with status 0). Two
+synchronous replicas of a SLURM step train to the weights of one process
+in tests/test_multi_worker.py.
 """
 
 import json
@@ -24,10 +25,8 @@ import yaml
 
 import keras_slim
 from keras_slim.image import train_image_classifier as train_cli
-from tests.test_multi_worker import SCRIPT
-from tests.test_multi_worker import assert_same_weights
-from tests.test_multi_worker import results
-from tests.test_multi_worker import run_single
+
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "tutorials" / "deployment.md"
@@ -310,26 +309,3 @@ def test_parameter_servers_of_kubeflows_tfjob(tmp_path):
     assert_trained(chief, tmp_path / "train", "TF_CONFIG")
     for log in servers:
         assert "Serving " in log and "until SIGTERM or SIGINT." in log
-
-
-def test_synchronous_replicas_of_a_slurm_step_train_as_one_process(tmp_path):
-    out, logdir = tmp_path / "slurm", tmp_path / "slurm_logdir"
-    out.mkdir()
-    base = consecutive_free_ports(2)
-    env = {"SLURM_PORT_BASE": str(base)}
-    processes = [
-        start(
-            [sys.executable, SCRIPT, str(out), str(logdir), "train"],
-            {**slurm_env(rank, 2), **env},
-            open(tmp_path / f"rank{rank}.log", "w"),
-        )
-        for rank in range(2)
-    ]
-    codes = wait_all(processes)
-    logs = [(tmp_path / f"rank{r}.log").read_text()[-2000:] for r in range(2)]
-    assert codes == [0, 0], logs
-    workers = results(out, 2)
-    single, _ = run_single(tmp_path, "train")
-    assert [w["is_chief"] for w in workers] == [True, False]
-    for worker in workers:
-        assert_same_weights(worker["weights"], single["weights"])

@@ -13,6 +13,8 @@ import tensorflow as tf
 import keras_slim
 from keras_slim import DeploymentConfig
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 
 def resolver(spec, task_type="worker", task_id=0):
     return tf.distribute.cluster_resolver.SimpleClusterResolver(

@@ -14,6 +14,8 @@ import types
 
 import pytest
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)

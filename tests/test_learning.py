@@ -20,6 +20,8 @@ import tensorflow as tf
 
 import keras_slim
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 # TF-Slim's tests wrote summaries too; these only check training.
 NO_SUMMARIES = {"save_summaries_secs": None}
 

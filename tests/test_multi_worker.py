@@ -20,6 +20,8 @@ import pytest
 from keras_slim.cluster import LocalCluster
 from tests.helpers import once_per_session
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 SCRIPT = str(
     pathlib.Path(__file__).parent / "scripts" / "multi_worker_train.py"
 )
@@ -104,11 +106,22 @@ def test_only_the_chief_writes(fit_runs):
     assert not glob.glob(str(logdir / "*workertemp*"))
 
 
-def test_train_under_two_workers(tmp_path):
+@pytest.fixture(scope="module")
+def train_single(tmp_path_factory):
+    """One process's `train` run: what each cluster's `train` equals."""
+
+    def make():
+        return run_single(tmp_path_factory.mktemp("train_single"), "train")
+
+    return once_per_session(tmp_path_factory, "multi_worker_train", make)
+
+
+def test_train_under_two_workers(tmp_path, train_single):
     """keras_slim.train with gradient accumulation (2 micro-batches a
     step): two workers equal one process, and the step is an optimizer
     step (20 of them, 40 micro-batches)."""
-    (workers, logdir), (single, _) = run_both(tmp_path, "train")
+    workers, logdir = run_cluster(tmp_path, "train")
+    single, _ = train_single
     for worker in workers:
         assert (
             "`startup_delay_steps` must be 0" in worker["startup_delay_error"]
@@ -149,3 +162,38 @@ def test_a_signal_to_one_worker_stops_all_at_one_saved_step(tmp_path, fit_runs):
     for result in results(out, 2):
         assert result["start_step"] == chief["step"]
         assert_same_weights(result["weights"], single["weights"])
+
+
+def test_train_as_two_tasks_of_a_slurm_step(tmp_path, train_single):
+    """SLURM's environment as `srun` gives two tasks on one node (no
+    `TF_CONFIG`): the two synchronous replicas train to one process's
+    weights (tests/test_cluster_env.py: the resolver's mapping)."""
+    from tests.test_cluster_env import consecutive_free_ports
+    from tests.test_cluster_env import slurm_env
+
+    out, logdir = tmp_path / "slurm", tmp_path / "slurm_logdir"
+    out.mkdir()
+    base = consecutive_free_ports(2)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_CONFIG", None)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, SCRIPT, str(out), str(logdir), "train"],
+            env={**env, **slurm_env(rank, 2), "SLURM_PORT_BASE": str(base)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    try:
+        errors = [p.communicate(timeout=240)[1] for p in processes]
+    finally:
+        for p in processes:
+            p.kill()
+    assert [p.returncode for p in processes] == [0, 0], errors[0][-3000:]
+    single, _ = train_single
+    workers = results(out, 2)
+    assert [w["is_chief"] for w in workers] == [True, False]
+    for worker in workers:
+        assert_same_weights(worker["weights"], single["weights"])

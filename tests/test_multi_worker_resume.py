@@ -31,6 +31,8 @@ from keras_slim.cluster import LocalCluster
 from tests.helpers import once_per_session
 from tests.test_position import assert_same_checkpoints as same_checkpoints
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 SCRIPT = str(
     pathlib.Path(__file__).parent / "scripts" / "multi_worker_resume.py"
 )

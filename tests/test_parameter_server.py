@@ -23,6 +23,8 @@ from keras_slim._fit import parameter_server
 from keras_slim._fit import scheduled_input
 from tests.helpers import once_per_session
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
 
 

@@ -13,6 +13,7 @@ import pathlib
 import sys
 
 import numpy as np
+import pytest
 
 from keras_slim.cluster import LocalCluster
 from tests.processes import reaching
@@ -21,6 +22,8 @@ from tests.processes import watched
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "ps_position.py"
 sys.path.insert(0, str(SCRIPT.parent))
 import ps_position  # noqa: E402
+
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
 
 def coordinator(cluster, logdir, out, epochs, kill_at=None, timeout=120):

@@ -24,6 +24,8 @@ from tests.test_resume import SCRIPT
 from tests.test_resume import run
 from tests.test_resume import weights
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 
 @pytest.mark.parametrize(
     "mode, number",

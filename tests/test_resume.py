@@ -20,6 +20,8 @@ import pytest
 from tests.processes import reaching
 from tests.processes import watched
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "resume_run.py"
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 

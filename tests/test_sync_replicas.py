@@ -21,6 +21,8 @@ from keras_slim import _strategy
 from keras_slim._fit import sync_replicas
 from tests.helpers import once_per_session
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 SCRIPT = str(
     pathlib.Path(__file__).parent / "scripts" / "sync_replicas_train.py"
 )
