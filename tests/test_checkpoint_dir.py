@@ -12,6 +12,8 @@ from keras_slim import _checkpoint_dir
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 
 def trained(tmp_path, steps=30, every=10, **kwargs):
     """A run that saved model.ckpt-10, -20, -30 in `tmp_path`."""
@@ -147,6 +149,7 @@ def test_retention_counts_the_files_on_disk(tmp_path):
 HOLDER = """
 import sys, time
 from keras_slim import _checkpoint_dir
+
 _checkpoint_dir.lock(sys.argv[1])
 print("locked", flush=True)
 time.sleep(60)

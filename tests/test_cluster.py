@@ -16,6 +16,8 @@ from keras_slim import testing
 from keras_slim.cluster import LocalCluster
 from tests.helpers import run_module
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 PRINT_TASK = (
     "import json, os; t = json.loads(os.environ['TF_CONFIG']); "
     "print('task', t['task']['type'], t['task']['index'], "

@@ -29,6 +29,8 @@ from tests.helpers import run_module
 from tests.image.nets.test_inception import SPECS as INCEPTION_SPECS
 from tests.image.nets.test_resnet import SPECS as RESNET_SPECS
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 #: TF-Slim's checkpoints this module evaluates (conftest's `slim` peer).
 SPECS = [
     *(s for s in INCEPTION_SPECS if s["name"] == "inception_v1"),
@@ -53,6 +55,7 @@ import sys
 sys.path.insert(0, {root!r})
 from tests.image import preprocessing_peer
 from tf_slim.nets import inception_v1, resnet_v1
+
 
 rng = np.random.default_rng(7)
 encoded = []

@@ -20,6 +20,8 @@ from tests.callbacks.test_summaries import read_events
 from tests.checkpoint_files import write_tf1
 from tests.checkpoint_files import write_tf2
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 CLASSES = ["red", "green", "blue"]
 

@@ -21,6 +21,8 @@ from keras_slim.image.nets import digits_cnn
 from tests.callbacks.test_summaries import read_events
 from tests.helpers import run_module
 
+pytestmark = pytest.mark.prestarted  # tests/zygote.py
+
 FAST = [
     "--optimizer",
     "adam",
