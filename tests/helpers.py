@@ -70,6 +70,27 @@ def compile_model(model, optimizer=None, **kwargs):
     return model
 
 
+def assert_gradient_not_finite(model, x, y):
+    """The premise of a planted NaN, asserted before the claim: `model`'s
+    gradient on the batch `(x, y)` is not finite.
+
+    A NaN in an input reaches the first layer's kernel gradient as
+    `x^T . delta` (IEEE arithmetic: NaN times anything is NaN) on every
+    CPU, whatever the activations make of it: the loss itself may stay
+    finite where a fused kernel maps `relu(NaN)` to 0. A model built for
+    the premise only (its variables are read, not changed).
+    """
+    x = tf.convert_to_tensor(x)
+    with tf.GradientTape() as tape:
+        logits = model(x, training=False)
+        loss = model.loss(y, logits)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    finite = [bool(np.isfinite(g).all()) for g in gradients if g is not None]
+    assert finite and not all(finite), (
+        "premise: the planted batch's gradient is finite on this CPU"
+    )
+
+
 def weights(model):
     return [v.numpy().copy() for v in model.weights]
 

@@ -16,6 +16,7 @@ import tensorflow as tf
 import keras_slim
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import NanLossGuard
+from tests.helpers import assert_gradient_not_finite
 from tests.helpers import augmented
 from tests.helpers import classification_data
 from tests.helpers import compile_model
@@ -75,6 +76,7 @@ class Diverge(keras.callbacks.Callback):
 
 
 def test_a_diverging_batch_is_rolled_back_and_skipped(tmp_path, caplog):
+    assert_gradient_not_finite(build(), X[:10] * np.nan, Y[:10])
     caplog.set_level(logging.WARNING, logger="keras_slim")
     train(tmp_path / "without", bad=[17], drop=True)
     model = train(
@@ -219,6 +221,9 @@ def step_losses(logged):
 def test_the_simplest_call_rolls_back_once_and_ends_as_without_the_batch(
     kind, budget, policy, tmp_path
 ):
+    (x, y), _ = simple_data("arrays", bad=True)
+    rows = slice(BAD_BATCH * BATCH, (BAD_BATCH + 1) * BATCH)
+    assert_gradient_not_finite(compile_model(mlp(seed=3)), x[rows], y[rows])
     _, loss0, logged0 = simple_train(tmp_path / "without", kind, bad=False)
     model, loss, logged = simple_train(
         tmp_path / "rolled", kind, bad=True, policy=policy, rollback=budget

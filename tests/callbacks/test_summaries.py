@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorboard import data_compat
 from tensorboard.backend.event_processing import event_accumulator
 
 import keras_slim
@@ -105,6 +106,19 @@ def test_histograms_of_every_variable(tmp_path):
     assert (histogram.min, histogram.max) == (kernel.min(), kernel.max())
     assert histogram.sum == pytest.approx(kernel.sum(), rel=1e-5)
     assert sum(histogram.bucket) == kernel.size
+    # They are TF1's `histo` values, as TF-Slim wrote them: no plugin
+    # name in the file; TensorBoard's loader migrates them to its
+    # histograms plugin (what its dashboard and data provider read).
+    raw = [
+        value
+        for path in tmp_path.glob("events.out.tfevents*")
+        for event in tf.compat.v1.train.summary_iterator(str(path))
+        for value in event.summary.value
+        if value.tag == "fc1/kernel"
+    ]
+    assert raw and all(v.HasField("histo") for v in raw)
+    migrated = data_compat.migrate_value(raw[0])
+    assert migrated.metadata.plugin_data.plugin_name == "histograms"
 
 
 def test_gradients_after_the_policy(tmp_path):
