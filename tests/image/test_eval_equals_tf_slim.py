@@ -45,7 +45,7 @@ NETS = {
     "inception_v1": ("_inception_eval", 224),
     "resnet_v1_50": ("_vgg_eval", 128),
 }
-IMAGES = 24
+IMAGES = 15
 CLASSES = ("daisy", "dandelion", "roses", "sunflowers", "tulips")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
