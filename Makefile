@@ -43,8 +43,8 @@ demo: $(USER_STAMP)
 	$(BIN)/keras-slim-eval --checkpoint_path train_digits
 
 lint: $(STAMP)
-	$(BIN)/ruff check keras_slim tests bench examples
-	$(BIN)/ruff format --check keras_slim tests bench examples
+	$(BIN)/ruff check keras_slim tests bench examples tools
+	$(BIN)/ruff format --check keras_slim tests bench examples tools
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site

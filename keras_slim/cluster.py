@@ -450,6 +450,51 @@ os._exit(0)
 """
 
 
+def command_parser(prog="keras-slim-cluster"):
+    """The arguments of `keras-slim-cluster` (argparse's).
+
+    Args:
+        prog: The program's name in the help and errors.
+
+    Returns:
+        An `argparse.ArgumentParser`.
+
+    Example:
+    ```python
+    args = command_parser().parse_args(["--ps", "1", "--", "python", "t.py"])
+    args.workers, args.ps  # (2, 1)
+    ```
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Run a training command on a local cluster of real gRPC "
+            "servers on 127.0.0.1."
+        ),
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="The number of worker tasks. (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ps",
+        type=int,
+        default=0,
+        help="The number of parameter-server tasks; above 0 the command "
+        "runs once, as the coordinator (task chief 0). (default: "
+        "%(default)s)",
+    )
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="The training command, after --: run once per worker with "
+        "its TF_CONFIG, or once as the coordinator with --ps.",
+    )
+    return parser
+
+
 def main(argv=None, *, prog="python -m keras_slim.cluster"):
     """`keras-slim-cluster --workers N [--ps M] -- command ...`.
 
@@ -462,16 +507,7 @@ def main(argv=None, *, prog="python -m keras_slim.cluster"):
     Returns:
         The exit code: the first failed task's, else 0.
     """
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description=(
-            "Run a training command on a local cluster of real gRPC "
-            "servers on 127.0.0.1."
-        ),
-    )
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--ps", type=int, default=0)
-    parser.add_argument("command", nargs=argparse.REMAINDER)
+    parser = command_parser(prog)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:

@@ -302,20 +302,6 @@ def test_the_warm_start_reads_tf_slim_names_and_scopes(tmp_path, source):
     assert train_cli._warm_start(flags)._name_map is None
 
 
-@pytest.mark.parametrize("parser", [train_cli.parser, eval_cli.parser])
-def test_the_migration_guide_lists_every_flag(parser):
-    import pathlib
-
-    guide = (
-        pathlib.Path(__file__).resolve().parents[2]
-        / "docs"
-        / "tutorials"
-        / "migrating.md"
-    ).read_text()
-    flags = [f"--{flag.name}" for flag in parser().flags()]
-    assert [f for f in flags if f"`{f}`" not in guide] == []
-
-
 def _digits_checkpoint(directory, step):
     """A training checkpoint of the default network, as training writes."""
     import keras

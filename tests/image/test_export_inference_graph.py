@@ -402,8 +402,8 @@ def test_the_console_script(monkeypatch, capsys):
     )
 
 
-def test_every_flag_has_help_and_is_in_the_migration_guide():
-    guide = (ROOT / "docs" / "tutorials" / "migrating.md").read_text()
+def test_every_flag_has_help():
+    # Each is in the Commands reference with it (tests/
+    # test_commands_reference.py); the migration guide links there.
     flags = export_cli.parser().flags()
-    assert [f.name for f in flags if not f.help] == []
-    assert [f.name for f in flags if f"`--{f.name}`" not in guide] == []
+    assert [f.name for f in flags if not f.help.strip()] == []
