@@ -214,6 +214,21 @@ def assert_quiet(result):
         assert noise not in stderr, (noise, result.stderr[-3000:])
 
 
+def assert_home_page_sample(printed):
+    """Each line of what the docs' Home page shows `make demo` printing
+    is a line it printed, numbers aside (losses and speeds vary by CPU)."""
+    home = (
+        pathlib.Path(__file__).resolve().parents[2] / "docs" / "index.md"
+    ).read_text()
+    sample = home.split("```text\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in sample.splitlines() if line.strip() != "..."]
+    assert len(lines) > 5
+    printed_lines = printed.splitlines()
+    for line in lines:
+        pattern = re.sub(r"[0-9]+(\\\.[0-9]+)?", "[0-9.]+", re.escape(line))
+        assert any(re.fullmatch(pattern, p) for p in printed_lines), line
+
+
 def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
     """`make demo` as a user runs it: the console scripts, a train_dir
     relative to the working directory, TensorFlow's default logging."""
@@ -261,6 +276,7 @@ def test_make_demo_trains_with_two_clones_then_resumes(tmp_path):
         accuracy(first.stdout), abs=1e-4
     )
     assert 600 in eval_events["eval/Recall_5"]
+    assert_home_page_sample(first.stdout + evaluated.stdout)
     assert any(t.startswith("sparsity/") for t in tags)
     assert any(t.startswith("activations/") for t in tags)
     assert not any(t.endswith("/gradient_norm") for t in tags)  # off
