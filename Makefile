@@ -46,8 +46,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check keras_slim tests bench examples tools
 	$(BIN)/ruff format --check keras_slim tests bench examples tools
 
+# Not --quiet: mkdocs 1.6 then stops counting warnings, and --strict
+# passes a broken link.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # worksteal: an idle worker takes queued tests from a busy one, so the
 # long subprocess tests do not leave one core idle at the end.
