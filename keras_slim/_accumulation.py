@@ -15,7 +15,7 @@ with Keras's accumulation switched off:
 `optimizer.iterations` (micro-steps over `k`) counts updates: the global
 step. The loss of a step is the mean over its `k` micro-batches
 (`StepLossMean`), as one device's on the `k`-times batch.
-docs/design.md ("Gradient accumulation") says why.
+docs/how_it_works.md ("Gradient accumulation") says why.
 """
 
 import functools

@@ -9,7 +9,7 @@ applies through the wrapped optimizer itself and moves the scale here:
 `dynamic_growth_steps` finite steps), `lower` on an overflow (halve it).
 The arithmetic is Keras's (`LossScaleOptimizer._stateful_handle_finite_grads`
 and `_stateful_handle_non_finite_grads`), through public attributes only;
-docs/design.md ("Mixed precision") says why.
+docs/how_it_works.md ("Mixed precision") says why.
 """
 
 import tensorflow as tf

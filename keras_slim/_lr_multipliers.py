@@ -14,7 +14,7 @@ same step: the update is the optimizer's own at `learning_rate * m`, for
 any optimizer whose `update_step` uses the rate it is given (all of
 Keras's and `keras_slim.optimizers`). Outside the context the optimizer
 behaves as before; a policy without lr multipliers enters no context and
-installs nothing. docs/design.md ("Learning-rate multipliers") compares
+installs nothing. docs/how_it_works.md ("Learning-rate multipliers") compares
 this with scaling each update afterwards.
 """
 

@@ -9,7 +9,7 @@ advancing `iterations`); under XLA the check is deferred to the loop
 around the compiled step (`verdict`, `fail_on_verdict`). Under a
 `LossScaleOptimizer` that gate is the only check, and a finite loss with
 a non-finite gradient is an overflow that skips the step and lowers the
-scale (`keras_slim/_loss_scale.py`). docs/design.md ("The train step",
+scale (`keras_slim/_loss_scale.py`). docs/how_it_works.md ("The train step",
 "Mixed precision", "The numeric check and XLA") says why; the internals
 used are in `keras_slim/_keras.py`.
 """

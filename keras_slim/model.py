@@ -209,12 +209,12 @@ class SlimModel(keras.Model):
         support), `x` is a `tf.data.Dataset` or a dataset function
         `input_context -> tf.data.Dataset`, `steps_per_epoch` is required,
         steps are scheduled on the workers by a `ClusterCoordinator`, and
-        callbacks run on the coordinator; see docs/design.md. Elsewhere it
+        callbacks run on the coordinator; see docs/how_it_works.md. Elsewhere it
         is Keras's `fit`; compiled with `steps_per_execution="auto"`, it
         runs as many steps per call of the train function (up to 32) as
         the callbacks allow, every step a keras_slim callback must see
         staying the last step of a call, and reads a `tf.data.Dataset` a
-        block of that many batches at a time (docs/design.md).
+        block of that many batches at a time (docs/internals.md).
 
         Args:
             x: Input data, as for `keras.Model.fit`.

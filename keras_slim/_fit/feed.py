@@ -7,7 +7,7 @@ a dataset under the multi-worker one, `worker_input.py`: the input
 position is then part of every checkpoint, and Keras iterates an
 `UnreadDataset` of the data's length and spec), or a `Feed`, where Keras
 iterates the data as given (a resumed run skips what the interrupted
-epoch consumed). docs/design.md
+epoch consumed). docs/how_it_works.md
 ("Training services") says which inputs get which, and why.
 """
 

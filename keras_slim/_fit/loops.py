@@ -9,7 +9,7 @@ leaves in the run for the callbacks that log single steps.
 `multi_step_functions`, `scheduled_steps_function` and
 `fed_steps_function` make the compiled functions of the train function
 and of parameter-server workers.
-docs/design.md ("Private Keras internals", "Steps per call") says why.
+docs/internals.md ("Private Keras internals", "Steps per call") says why.
 """
 
 import keras

@@ -19,7 +19,7 @@ and the data goes on from the restored iterator. A `fit` that finished
 (its last epoch, its `StopAtStep` target, its data's end) is continued the
 same way by a `fit` whose `epochs` goes past the saved epoch: the same
 command with a higher `--max_number_of_steps`, `fit(epochs=4)` after
-`fit(epochs=2)`. docs/design.md ("The input position") draws it.
+`fit(epochs=2)`. docs/how_it_works.md ("The input position") draws it.
 """
 
 import collections

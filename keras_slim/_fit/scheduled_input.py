@@ -14,7 +14,7 @@ Two ways, chosen per `fit` (`parameter_server.why_workers_read`):
   (TensorFlow's `create_per_worker_dataset`); nothing on the coordinator
   knows which batches ran, so no position is saved.
 
-docs/design.md ("Parameter servers: no batch lost or repeated") gives the
+docs/how_it_works.md ("Parameter servers: no batch lost or repeated") gives the
 guarantee.
 """
 

@@ -10,7 +10,7 @@ chief's). A save writes the chief's checkpoint and each worker's position
 apart, so a crash between them leaves their steps unequal; at restore,
 the workers agree (a few all-gathers) on the newest step whose chief
 checkpoint and every worker's position exist, and each restores the
-chief's weights and its own position of that step. docs/design.md ("The
+chief's weights and its own position of that step. docs/how_it_works.md ("The
 input position") draws it.
 """
 
