@@ -8,7 +8,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 USER_STAMP := $(VENV)/.installed-user
-# Two workers: the suite is sized for 2 cores (under 10 minutes).
+# Two workers, for 2 cores. Budget: the whole `make test` under 10 minutes
+# from a clean clone (CONTRIBUTING.md). Last measured: 18:40 in all,
+# pytest 16:49 (1361 tests), on 2 cores of an AMD EPYC (Zen 3).
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean
