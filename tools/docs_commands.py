@@ -44,8 +44,8 @@ def argparse_rows(parser):
     """`[(argument, default, help)]` of an `argparse.ArgumentParser`, its
     `-h` aside."""
     rows = []
-    for action in parser._actions:  # argparse's public list of arguments
-        if isinstance(action, argparse._HelpAction):
+    for action in parser._actions:  # argparse's list of its arguments
+        if "--help" in action.option_strings:
             continue
         name = ", ".join(action.option_strings) or action.dest
         default = (
