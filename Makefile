@@ -76,6 +76,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/input_threads.py --input memory
 	$(BIN)/python bench/input_threads.py --input images --processes 5
 	$(BIN)/python bench/command_input.py
+	$(BIN)/python bench/command_start.py --baseline c07c68e --rounds 7
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits

@@ -17,13 +17,13 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import _common  # noqa: E402
+import _worktree  # noqa: E402
 
 
 def start(tree):
@@ -53,26 +53,12 @@ def main(argv=None):
     parser.add_argument("--baseline", required=True, help="a git revision")
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as parent:
-        before = pathlib.Path(parent) / "baseline"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(before), args.baseline],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        try:
-            results = {"baseline": [], "working tree": []}
-            for round_ in range(args.rounds):
-                trees = [("baseline", before), ("working tree", ROOT)]
-                for label, tree in trees[:: 1 if round_ % 2 == 0 else -1]:
-                    results[label].append(start(tree))
-        finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(before)],
-                cwd=ROOT,
-                capture_output=True,
-            )
+    with _worktree.baseline(args.baseline) as before:
+        results = {"baseline": [], "working tree": []}
+        for round_ in range(args.rounds):
+            trees = [("baseline", before), ("working tree", ROOT)]
+            for label, tree in trees[:: 1 if round_ % 2 == 0 else -1]:
+                results[label].append(start(tree))
     print(
         f"keras-slim-train --help, baseline {args.baseline} vs the working "
         f"tree: {args.rounds} alternating fresh processes each"

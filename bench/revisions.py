@@ -87,22 +87,11 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory() as parent:
-        before = pathlib.Path(parent) / "baseline"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(before), args.baseline],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        try:
-            _compare(before, args, shm)
-        finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(before)],
-                cwd=ROOT,
-                capture_output=True,
-            )
+    sys.path.insert(0, str(ROOT / "bench"))
+    import _worktree
+
+    with _worktree.baseline(args.baseline) as before:
+        _compare(before, args, shm)
 
 
 def _compare(before, args, shm):

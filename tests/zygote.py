@@ -32,6 +32,7 @@ import array
 import atexit
 import contextlib
 import ctypes
+import inspect
 import json
 import os
 import socket
@@ -234,6 +235,9 @@ class _Zygote:
 _ZYGOTES = {}
 _ENABLED = [False]
 _ORIGINAL = subprocess.Popen._execute_child
+#: Its parameters after `self`, in order (`args` ... `process_group` on
+#: Python 3.11), read from this Python's `subprocess`.
+_PARAMETERS = tuple(inspect.signature(_ORIGINAL).parameters)[1:]
 
 
 def _program(args):
@@ -274,69 +278,28 @@ def _zygote(env):
     return _ZYGOTES[key]
 
 
-def _execute_child(
-    self,
-    args,
-    executable,
-    preexec_fn,
-    close_fds,
-    pass_fds,
-    cwd,
-    env,
-    startupinfo,
-    creationflags,
-    shell,
-    p2cread,
-    p2cwrite,
-    c2pread,
-    c2pwrite,
-    errread,
-    errwrite,
-    restore_signals,
-    gid,
-    gids,
-    uid,
-    umask,
-    start_new_session,
-    *more,
-):
-    program = _program(args) if _ENABLED[0] else None
+def _execute_child(self, *params):
+    """`Popen._execute_child`, its parameters by the names this Python's
+    `subprocess` gives them: forks from a zygote where it can, else
+    starts the program as `subprocess` would."""
+    p = dict(zip(_PARAMETERS, params))
+    program = _program(p["args"]) if _ENABLED[0] else None
     if (
         program is None
-        or pass_fds
-        or shell
-        or executable is not None
-        or preexec_fn is not None
-        or any(v not in (None, -1, False) for v in (gid, gids, uid))
-        or umask != -1
+        or p["pass_fds"]
+        or p["shell"]
+        or p["executable"] is not None
+        or p["preexec_fn"] is not None
+        or any(p[k] not in (None, -1, False) for k in ("gid", "gids", "uid"))
+        or p["umask"] != -1
     ):
-        return _ORIGINAL(
-            self,
-            args,
-            executable,
-            preexec_fn,
-            close_fds,
-            pass_fds,
-            cwd,
-            env,
-            startupinfo,
-            creationflags,
-            shell,
-            p2cread,
-            p2cwrite,
-            c2pread,
-            c2pwrite,
-            errread,
-            errwrite,
-            restore_signals,
-            gid,
-            gids,
-            uid,
-            umask,
-            start_new_session,
-            *more,
-        )
+        return _ORIGINAL(self, *params)
     kind, target, rest, unbuffered = program
+    args, cwd, env = p["args"], p["cwd"], p["env"]
+    p2cread, p2cwrite = p["p2cread"], p["p2cwrite"]
+    c2pread, c2pwrite = p["c2pread"], p["c2pwrite"]
+    errread, errwrite = p["errread"], p["errwrite"]
+    start_new_session = p["start_new_session"]
     env = dict(os.environ if env is None else env)
     env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
     # The child's standard streams: what Popen made, or this process's.
@@ -352,7 +315,7 @@ def _execute_child(
         "orig_argv": [os.fspath(a) for a in args],
         "env": env,
         "cwd": os.fspath(cwd) if cwd is not None else None,
-        "new_session": bool(start_new_session or (more and more[0] == 0)),
+        "new_session": bool(start_new_session or p.get("process_group") == 0),
         "parent": os.getpid(),
     }
     self.pid = _zygote(env).fork(request, stdio)
