@@ -18,9 +18,12 @@ PYTEST_WORKERS ?= 2
 $(USER_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet --no-compile -e .
 	touch $@
 
+# --no-compile: pip would compile every installed module to bytecode
+# (about 40 s of the install, TensorFlow's thousands of files); Python
+# compiles and caches those a process imports, on first import.
 # tf_keras (Keras 2): TF-Slim's nets need its legacy layers in the tests
 # reference runs, and bench/ps_throughput.py compares with its fit.
 # Without --no-deps it would pull in the full `tensorflow` wheel over
@@ -28,8 +31,8 @@ $(USER_STAMP): pyproject.toml
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	$(BIN)/python -m pip install --quiet --no-deps 'tf_keras>=2.21,<2.22'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps 'tf_keras>=2.21,<2.22'
 	touch $@ $(USER_STAMP)
 
 # The main job: train_image_classifier on the digits, 2 clones on CPU

@@ -166,6 +166,46 @@ def test_servers_are_cleaned_up_when_the_caller_fails(how):
     assert wait_dead(pids) == []
 
 
+FORKS = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    from keras_slim import cluster
+    if sys.argv[1] == "devices listed":
+        tf.config.list_physical_devices("CPU")
+    elif sys.argv[1] == "an op ran":
+        tf.constant(1.0) + 1.0
+    kinds = []
+    if cluster._can_fork_servers():
+        with cluster.LocalCluster(workers=1, ps=1) as local:
+            # start() returned: every server is listening.
+            kinds = [type(p).__name__ for p in local._processes]
+    print(json.dumps({"kinds": kinds}))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "before, forked",
+    [("nothing", True), ("devices listed", False), ("an op ran", False)],
+)
+def test_servers_are_forked_before_tensorflow_starts(before, forked):
+    """Where TensorFlow is imported and its runtime not started, the
+    servers are forks of the caller (no interpreter's start); once a
+    device was listed or an op ran, new interpreters (the runtime's
+    threads do not survive a fork). The clusters the other tests start
+    from programs (the coordinators of tests/scripts) are forks."""
+    result = subprocess.run(
+        [sys.executable, "-c", FORKS, before],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.splitlines()[-1])
+    assert out["kinds"] == (["_ForkedServer"] * 2 if forked else [])
+
+
 def listening(address):
     host, port = address.rsplit(":", 1)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
