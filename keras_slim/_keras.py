@@ -26,6 +26,7 @@ from tensorflow.python.data.experimental.ops import distribute
 from tensorflow.python.distribute import input_lib
 from tensorflow.python.distribute import input_ops
 from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
+from tensorflow.python.eager import context as eager_context
 
 __all__ = [
     "Functional",
@@ -69,6 +70,7 @@ __all__ = [
     "initial_epoch",
     "strategy_supports_no_merge_call",
     "symbolic_build",
+    "tensorflow_runtime_started",
     "unscale_loss",
     "update_without_accumulation",
     "worker_input_context",
@@ -217,6 +219,17 @@ def slurm_tasks_per_node(text):
     """SLURM's `SLURM_STEP_TASKS_PER_NODE` (`'3(x2),2'`) as a list
     (`[3, 3, 2]`), as `SlurmClusterResolver` reads it."""
     return slurm_cluster_resolver.expand_tasks_per_node(text)
+
+
+def tensorflow_runtime_started():
+    """Whether this process has started TensorFlow's runtime: an op ran
+    (`Context._context_handle` set) or the devices were listed
+    (`Context._physical_devices` set). Before either, a fork of the
+    process is safe (no runtime thread pool to lose)."""
+    ctx = eager_context.context_safe()
+    return ctx is not None and (
+        ctx._context_handle is not None or ctx._physical_devices is not None
+    )
 
 
 # -- The train function --------------------------------------------------

@@ -381,21 +381,18 @@ def _can_fork_servers():
     in about 0.1 s of CPU instead of 2.6 (an interpreter's import of
     TensorFlow).
 
-    It reads TensorFlow's private `Context._context_handle` (set when the
-    runtime starts) and `Context._physical_devices` (set when devices are
-    first listed); tests/test_cluster.py checks both.
+    The runtime's state is TensorFlow's private
+    (`_keras.tensorflow_runtime_started`); tests/test_cluster.py checks
+    both ways it starts.
 
     Returns:
         `True` where forking is safe and saves the import.
     """
     if "tensorflow" not in sys.modules or threading.active_count() > 1:
         return False
-    from tensorflow.python.eager import context
+    from keras_slim import _keras
 
-    ctx = context.context_safe()
-    return ctx is None or (
-        ctx._context_handle is None and ctx._physical_devices is None
-    )
+    return not _keras.tensorflow_runtime_started()
 
 
 class _ForkedServer:

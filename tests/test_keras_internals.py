@@ -591,6 +591,12 @@ def test_the_moving_average_replacement():
     assert seen == ["start", 0]
 
 
+def test_the_runtime_started_here():
+    """This test process ran ops: TensorFlow's runtime has started (a
+    fresh process, before and after, is tests/test_cluster.py's)."""
+    assert _keras.tensorflow_runtime_started() is True
+
+
 def test_the_slurm_helpers():
     """TensorFlow's own reading of SLURM's tasks per node and GPUs."""
     assert _keras.slurm_tasks_per_node("3(x2),2") == [3, 3, 2]
