@@ -38,8 +38,12 @@ LOGGED = "global step "
 # run's steps, so each call is one step and a signal can land at any step;
 # a finished run's lower target keeps one step per call too (other steps
 # per call read other blocks of batches: tests/test_position.py).
-STEPS = 53
+STEPS = 71
 FINISHED_AT = (37, 41, 43)
+# The signal goes out once the command logs its step; it lands a few
+# steps later on a loaded machine (about 15 ms a step here): the signal's
+# step is at least this many steps before the end, so it lands before it.
+SIGNAL_MARGIN = 16
 COMMON = [
     *["--max_number_of_steps", str(STEPS), "--log_every_n_steps", "1"],
     *["--save_interval_secs", "1", "--save_summaries_secs", "3600"],
@@ -162,7 +166,7 @@ def test_continued_interrupted_then_rerun_equals_an_uninterrupted_run(
 
     rng = np.random.default_rng(len(case))
     finish_at = int(rng.choice(FINISHED_AT))
-    signal_at = int(rng.integers(finish_at + 2, STEPS - 2))
+    signal_at = int(rng.integers(finish_at + 2, STEPS - SIGNAL_MARGIN))
     chain = tmp_path / "chain"
     fewer = [*flags, "--max_number_of_steps", str(finish_at)]
     code, step, lines = in_process(chain, fewer, capsys)
