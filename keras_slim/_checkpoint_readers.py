@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.gradients import variable_path
 
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -216,7 +216,7 @@ def resolve(checkpoint):
         ValueError: for a file that is not a checkpoint, or a truncated or
             damaged one (`damaged`); its `read` raises the same.
     """
-    path = _validation.path("checkpoint", checkpoint)
+    path = checks.path("checkpoint", checkpoint)
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest is None:

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _validation
+from keras_slim import checks
 
 _RATE = (
     "a non-negative number, a "
@@ -36,7 +36,7 @@ def check_learning_rate(value):
     if callable(value):
         return value
     if not _is_number(value) or not math.isfinite(value) or value < 0:
-        raise _validation.invalid("learning_rate", value, _RATE)
+        raise checks.invalid("learning_rate", value, _RATE)
     return float(value)
 
 
@@ -49,9 +49,9 @@ def number(name, value, low, high, expected):
     `[low, high]` (`None` leaves that side open), else raises a ValueError
     saying `expected`."""
     if not _is_number(value) or not math.isfinite(value):
-        raise _validation.invalid(name, value, expected)
+        raise checks.invalid(name, value, expected)
     if (low is not None and value < low) or (high is not None and value > high):
-        raise _validation.invalid(name, value, expected)
+        raise checks.invalid(name, value, expected)
     return float(value)
 
 
@@ -63,7 +63,7 @@ def fraction(name, value):
 def below_one(name, value):
     """A number in [0, 1) (Adam's betas: 1 would divide by zero)."""
     if _is_number(value) and value == 1:
-        raise _validation.invalid(name, value, "a number in [0, 1)")
+        raise checks.invalid(name, value, "a number in [0, 1)")
     return number(name, value, 0.0, 1.0, "a number in [0, 1)")
 
 
@@ -129,7 +129,7 @@ class TF1Optimizer(keras.optimizers.Optimizer):
             name=name,
             **kwargs,
         )
-        self.use_locking = _validation.boolean("use_locking", use_locking)
+        self.use_locking = checks.boolean("use_locking", use_locking)
 
     def slot_names(self):
         """The names of the slots this optimizer keeps per variable, TF1's

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from keras_slim import _optimizer
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.callbacks import WarmStart
 
 #: `train`'s defaults that mean "not asked for" when there is no logdir.
@@ -44,8 +44,8 @@ _SUMMARY_FLAGS = (
 def _check_arguments(args):
     """Checks `train`'s arguments, each error naming the one passed, and
     returns them with numpy integers made Python ints."""
-    _validation.positive_int_or_none("number_of_steps", args["number_of_steps"])
-    _validation.positive_int_or_none("steps", args["steps"])
+    checks.positive_int_or_none("number_of_steps", args["number_of_steps"])
+    checks.positive_int_or_none("steps", args["steps"])
     if args["steps"] is not None and args["number_of_steps"] is not None:
         raise ValueError(
             "Cannot provide both `steps` (steps to run now) and "
@@ -55,27 +55,25 @@ def _check_arguments(args):
             f"number_of_steps={args['number_of_steps']!r}"
         )
     hours = args["keep_checkpoint_every_n_hours"]
-    _validation.positive_number_or_none("keep_checkpoint_every_n_hours", hours)
-    _validation.positive_int_or_none(
-        "log_every_n_steps", args["log_every_n_steps"]
-    )
+    checks.positive_number_or_none("keep_checkpoint_every_n_hours", hours)
+    checks.positive_int_or_none("log_every_n_steps", args["log_every_n_steps"])
     for name in ("save_summaries_secs", "save_interval_secs"):
-        _validation.positive_number_or_none(name, args[name])
+        checks.positive_number_or_none(name, args[name])
     for name in ("save_summaries_steps", "save_interval_steps"):
-        _validation.positive_int_or_none(name, args[name])
-    _validation.positive_int_or_none(
+        checks.positive_int_or_none(name, args[name])
+    checks.positive_int_or_none(
         "trace_every_n_steps", args["trace_every_n_steps"]
     )
-    _validation.checkpoints_to_keep(
+    checks.checkpoints_to_keep(
         "keep_checkpoint_max", args["keep_checkpoint_max"]
     )
     delay = args["startup_delay_steps"]
-    if not _validation.is_int(delay) or delay < 0:
-        raise _validation.invalid(
+    if not checks.is_int(delay) or delay < 0:
+        raise checks.invalid(
             "startup_delay_steps", delay, "a non-negative integer"
         )
-    _validation.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
-    _validation.non_negative_int("rollback_on_nan", args["rollback_on_nan"])
+    checks.boolean("fail_on_nan_loss", args["fail_on_nan_loss"])
+    checks.non_negative_int("rollback_on_nan", args["rollback_on_nan"])
     if args["rollback_on_nan"] and not args["fail_on_nan_loss"]:
         raise ValueError(
             "`rollback_on_nan` rolls back instead of failing: it needs "
@@ -90,11 +88,11 @@ def _check_arguments(args):
         )
     for name in _SUMMARY_FLAGS:
         if name == "summarize_activations":
-            _validation.boolean_or_names(name, args[name])
+            checks.boolean_or_names(name, args[name])
         else:
-            _validation.boolean(name, args[name])
+            checks.boolean(name, args[name])
     if args["is_chief"] is not None:
-        _validation.boolean("is_chief", args["is_chief"])
+        checks.boolean("is_chief", args["is_chief"])
     return {
         name: int(args[name]) if args[name] is not None else None
         for name in _INT_ARGUMENTS
@@ -134,7 +132,7 @@ def _warm_start(value):
         return value
     if isinstance(value, (str, os.PathLike)):
         return WarmStart(value)
-    raise _validation.invalid(
+    raise checks.invalid(
         "warm_start",
         value,
         "a keras_slim.callbacks.WarmStart, a checkpoint path, or None",
@@ -143,7 +141,7 @@ def _warm_start(value):
 
 def _dataset(data, batch_size, repeat):
     if isinstance(data, tf.data.Dataset):
-        _validation.no_batch_size_for_dataset(batch_size)
+        checks.no_batch_size_for_dataset(batch_size)
         if int(data.cardinality().numpy()) == 0:
             raise ValueError(
                 "`data` yields no batch: the dataset is empty (its "
@@ -152,14 +150,14 @@ def _dataset(data, batch_size, repeat):
             )
         return data
     if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise _validation.invalid(
+        raise checks.invalid(
             "data",
             type(data).__name__,
             "a tf.data.Dataset of (x, y) batches, or a tuple (x, y) of "
             "arrays with `batch_size`",
         )
     _check_arrays(*data)
-    batch_size = _validation.positive_int_or_none("batch_size", batch_size)
+    batch_size = checks.positive_int_or_none("batch_size", batch_size)
     if batch_size is None:
         raise ValueError(
             "`batch_size` is not set. Pass `batch_size` to "
@@ -255,7 +253,7 @@ def checked(model, args):
     if callbacks is not None and not all(
         isinstance(c, keras.callbacks.Callback) for c in callbacks
     ):
-        raise _validation.invalid(
+        raise checks.invalid(
             "callbacks", callbacks, "a list of keras.callbacks.Callback"
         )
     return settings
@@ -309,7 +307,7 @@ def training_data(model, settings):
             )
         return data if callable(data) else _dataset(data, batch_size, True)
     dataset = _dataset(data, batch_size, repeat=bounded)
-    _validation.numeric_inputs(model, dataset)
+    checks.numeric_inputs(model, dataset)
     return dataset
 
 

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.gradients import variable_path
 
 
@@ -42,13 +42,13 @@ def compile_patterns(name, value):
     try:
         items = list(items)
     except TypeError:
-        raise _validation.invalid(
+        raise checks.invalid(
             name, value, "a regular expression, a list of them, or None"
         ) from None
     compiled = []
     for item in items:
         if not isinstance(item, str):
-            raise _validation.invalid(
+            raise checks.invalid(
                 name, value, "a regular expression, a list of them, or None"
             )
         try:
@@ -71,7 +71,7 @@ def as_var_map(var_map):
         return dict(var_map)
     if isinstance(var_map, (list, tuple)):
         return {variable_path(v): v for v in var_map}
-    raise _validation.invalid(
+    raise checks.invalid(
         "var_map",
         type(var_map).__name__,
         "a dict {checkpoint key: variable} or a list of variables",
@@ -123,7 +123,7 @@ def some(names, limit=10):
 def checked_values(model, values):
     """({path: array}, {path: variable}) once every path and shape is valid."""
     if not isinstance(values, dict):
-        raise _validation.invalid(
+        raise checks.invalid(
             "values", type(values).__name__, "a dict {variable path: array}"
         )
     variables = model_variables(model)

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from keras_slim import _cluster_env
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim._cluster_env import read_tf_config
 
 __all__ = ["DeploymentConfig", "read_tf_config"]
@@ -40,13 +40,13 @@ _MIRRORED = {}
 
 def _non_negative_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _validation.invalid(name, value, "a non-negative integer")
+        raise checks.invalid(name, value, "a non-negative integer")
     return value
 
 
 def _job_name(name, value):
     if not isinstance(value, str) or not value:
-        raise _validation.invalid(name, value, "a non-empty job name")
+        raise checks.invalid(name, value, "a non-empty job name")
     return value
 
 
@@ -205,22 +205,20 @@ class DeploymentConfig:
         total_num_replicas=None,
         slurm_port_base=_cluster_env.DEFAULT_PORT_BASE,
     ):
-        self.num_clones = _validation.positive_int("num_clones", num_clones)
-        self.clone_on_cpu = _validation.boolean("clone_on_cpu", clone_on_cpu)
+        self.num_clones = checks.positive_int("num_clones", num_clones)
+        self.clone_on_cpu = checks.boolean("clone_on_cpu", clone_on_cpu)
         if self.clone_on_cpu and self.num_clones > MAX_CPU_CLONES:
-            raise _validation.invalid(
+            raise checks.invalid(
                 "num_clones",
                 num_clones,
                 f"at most {MAX_CPU_CLONES} with clone_on_cpu (each clone is "
                 "a logical CPU device of this process; TensorFlow takes "
                 "minutes to make thousands)",
             )
-        self.num_replicas = _validation.positive_int(
-            "num_replicas", num_replicas
-        )
+        self.num_replicas = checks.positive_int("num_replicas", num_replicas)
         self.replica_id = _non_negative_int("replica_id", replica_id)
         if self.replica_id >= self.num_replicas:
-            raise _validation.invalid(
+            raise checks.invalid(
                 "replica_id",
                 replica_id,
                 f"an index below num_replicas={self.num_replicas}",
@@ -231,21 +229,21 @@ class DeploymentConfig:
         if cluster_resolver is not None and not isinstance(
             cluster_resolver, tf.distribute.cluster_resolver.ClusterResolver
         ):
-            raise _validation.invalid(
+            raise checks.invalid(
                 "cluster_resolver",
                 cluster_resolver,
                 "a tf.distribute.cluster_resolver.ClusterResolver or None",
             )
         self._resolver = cluster_resolver
-        self.slurm_port_base = _validation.positive_int(
+        self.slurm_port_base = checks.positive_int(
             "slurm_port_base", slurm_port_base
         )
         #: Where the cluster was found: "given", "TF_CONFIG" or "SLURM".
         self.cluster_source = None if cluster_resolver is None else "given"
-        self.replicas_to_aggregate = _validation.positive_int_or_none(
+        self.replicas_to_aggregate = checks.positive_int_or_none(
             "replicas_to_aggregate", replicas_to_aggregate
         )
-        self.total_num_replicas = _validation.positive_int_or_none(
+        self.total_num_replicas = checks.positive_int_or_none(
             "total_num_replicas", total_num_replicas
         )
         self._check_aggregation()

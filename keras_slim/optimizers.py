@@ -42,7 +42,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _tf1_optimizer
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim._tf1_optimizer import TF1Optimizer
 
 __all__ = [
@@ -153,7 +153,7 @@ class Momentum(TF1Optimizer):
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )
         self.momentum = _tf1_optimizer.fraction("momentum", momentum)
-        self.use_nesterov = _validation.boolean("use_nesterov", use_nesterov)
+        self.use_nesterov = checks.boolean("use_nesterov", use_nesterov)
 
     def _apply_dense(self, var, slots, rate, grad):
         (accum,) = slots
@@ -247,7 +247,7 @@ class RMSProp(TF1Optimizer):
         self.decay = _tf1_optimizer.fraction("decay", decay)
         self.momentum = _tf1_optimizer.fraction("momentum", momentum)
         self.epsilon = _tf1_optimizer.non_negative("epsilon", epsilon)
-        self.centered = _validation.boolean("centered", centered)
+        self.centered = checks.boolean("centered", centered)
 
     def slot_names(self):
         return (
@@ -428,7 +428,7 @@ class Adagrad(TF1Optimizer):
             "initial_accumulator_value", initial_accumulator_value
         )
         if value == 0:
-            raise _validation.invalid(
+            raise checks.invalid(
                 "initial_accumulator_value", value, "a positive number"
             )
         self.initial_accumulator_value = value

@@ -35,7 +35,7 @@ import re
 import keras
 
 from keras_slim import gradients as gradients_lib
-from keras_slim._validation import invalid
+from keras_slim.checks import invalid
 
 __all__ = ["GradientPolicy", "PolicyPlan"]
 

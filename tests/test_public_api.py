@@ -7,6 +7,7 @@ import pytest
 import keras_slim
 from keras_slim import callbacks
 from keras_slim import checkpoints
+from keras_slim import checks
 from keras_slim import cluster
 from keras_slim import gradients
 from keras_slim import optimizers
@@ -84,11 +85,18 @@ def test_cluster_and_testing_are_in_the_api_docs():
         assert not missing, f"not in docs/api/cluster.md: {missing}"
 
 
+def test_every_check_is_in_the_api_docs():
+    names = documented()
+    missing = [name for name in checks.__all__ if name not in names]
+    assert not missing, f"not in docs/api/checks.md: {missing}"
+
+
 def test_all_names_exist():
     for module in (
         keras_slim,
         callbacks,
         checkpoints,
+        checks,
         cluster,
         gradients,
         optimizers,

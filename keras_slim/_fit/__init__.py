@@ -24,7 +24,7 @@ A batch, from `fit` to `train_step`:
 from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim._fit import auto_steps
 from keras_slim._fit import feed as feed_lib
 from keras_slim._fit import multi_worker
@@ -62,7 +62,7 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
             under `ParameterServerStrategy`, for `y` or arguments its loop
             does not support.
     """
-    _validation.numeric_inputs(model, x)
+    checks.numeric_inputs(model, x)
     with _run.start(model) as run:
         run.records = None
         function = model.make_train_function()

@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim._fit import loops
 from keras_slim._fit import scheduled_input
 from keras_slim._fit import sync_replicas
@@ -269,12 +269,12 @@ def why_workers_read(model, x):
 def _per_worker_dataset(x, batch_size, strategy):
     """What `create_per_worker_dataset` takes, and one batch for building."""
     if isinstance(x, tf.data.Dataset):
-        _validation.no_batch_size_for_dataset(batch_size)
+        checks.no_batch_size_for_dataset(batch_size)
         return x, next(iter(x))
     if callable(x):
         sample = x(tf.distribute.InputContext())
         if not isinstance(sample, tf.data.Dataset):
-            raise _validation.invalid(
+            raise checks.invalid(
                 "x", x, "a dataset function returning a tf.data.Dataset"
             )
         # TF's pattern: each worker calls the function with its context.
@@ -282,7 +282,7 @@ def _per_worker_dataset(x, batch_size, strategy):
             lambda: strategy.distribute_datasets_from_function(x),
             next(iter(sample)),
         )
-    raise _validation.invalid(
+    raise checks.invalid(
         "x",
         type(x).__name__,
         "a tf.data.Dataset or a dataset function (input_context -> "
@@ -298,8 +298,8 @@ def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
             "is not read to its end (a dataset function's is read by the "
             "workers, on their own). Received: steps_per_epoch=None"
         )
-    _validation.positive_int("steps_per_epoch", steps_per_epoch)
-    _validation.positive_int("epochs", epochs)
+    checks.positive_int("steps_per_epoch", steps_per_epoch)
+    checks.positive_int("epochs", epochs)
     if validation_data is not None:
         raise ValueError(
             "`validation_data` is not supported under "
@@ -430,7 +430,7 @@ def _plan(model, x, batch_size, run, translate_error):
     strategy = model.distribute_strategy
     fed = run.feed is not None and run.feed.reads_host
     if fed:
-        _validation.no_batch_size_for_dataset(batch_size)
+        checks.no_batch_size_for_dataset(batch_size)
         sample = x.element_spec
     else:
         dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)

@@ -12,14 +12,14 @@ asked before steps run: which step of a range is due (`Trace`).
 
 import time
 
-from keras_slim import _validation
+from keras_slim import checks
 
 
 def _check_steps(at_steps):
     if not isinstance(at_steps, (list, tuple, set, frozenset)) or any(
-        not _validation.is_int(s) or s < 0 for s in at_steps
+        not checks.is_int(s) or s < 0 for s in at_steps
     ):
-        raise _validation.invalid(
+        raise checks.invalid(
             "at_steps", at_steps, "a list of non-negative integers"
         )
     return frozenset(int(s) for s in at_steps)
@@ -55,10 +55,10 @@ class IntervalTrigger:
     def __init__(
         self, every_n_steps=None, every_n_secs=None, *, at_steps=(), clock=None
     ):
-        self.every_n_steps = _validation.positive_int_or_none(
+        self.every_n_steps = checks.positive_int_or_none(
             "every_n_steps", every_n_steps
         )
-        self.every_n_secs = _validation.positive_number_or_none(
+        self.every_n_secs = checks.positive_number_or_none(
             "every_n_secs", every_n_secs
         )
         self.at_steps = _check_steps(at_steps)

@@ -12,7 +12,7 @@ from keras_slim import _checkpoint_dir
 from keras_slim import _keras
 from keras_slim import _stop_agreement
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim import training_state
 from keras_slim.callbacks import _resume
 from keras_slim.callbacks import _worker_positions
@@ -145,19 +145,17 @@ class Checkpoints(StepCallback):
         restore=True,
     ):
         super().__init__()
-        self.directory = _validation.path("directory", directory)
+        self.directory = checks.path("directory", directory)
         self._trigger = IntervalTrigger(
             every_n_steps=every_n_steps, every_n_secs=every_n_secs
         )
-        self.max_to_keep = _validation.checkpoints_to_keep(
+        self.max_to_keep = checks.checkpoints_to_keep(
             "max_to_keep", max_to_keep
         )
-        self.keep_checkpoint_every_n_hours = (
-            _validation.positive_number_or_none(
-                "keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours
-            )
+        self.keep_checkpoint_every_n_hours = checks.positive_number_or_none(
+            "keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours
         )
-        self.restore = _validation.boolean("restore", restore)
+        self.restore = checks.boolean("restore", restore)
         self.restored_path = None
         self._manager = None
         self._lock = None

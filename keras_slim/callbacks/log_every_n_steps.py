@@ -3,7 +3,7 @@
 import logging
 import time
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._step_loss import StepLoss
 from keras_slim.callbacks._step_loss import records_step_losses
@@ -59,9 +59,7 @@ class LogEveryNSteps(StepCallback):
 
     def __init__(self, every_n_steps=100, *, clock=None):
         super().__init__()
-        self.every_n_steps = _validation.positive_int(
-            "every_n_steps", every_n_steps
-        )
+        self.every_n_steps = checks.positive_int("every_n_steps", every_n_steps)
         self._clock = clock or time.monotonic
 
     def on_train_begin(self, logs=None):

@@ -5,7 +5,7 @@ import math
 import time
 
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim._fit.rollback import Rollback
 from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.errors import NanLossDuringTrainingError
@@ -89,8 +89,8 @@ class NanLossGuard(RunCallback):
 
     def __init__(self, fail=True, *, rollback=0, clock=None):
         super().__init__()
-        self.fail = _validation.boolean("fail", fail)
-        self.rollback = _validation.non_negative_int("rollback", rollback)
+        self.fail = checks.boolean("fail", fail)
+        self.rollback = checks.non_negative_int("rollback", rollback)
         if self.rollback and not self.fail:
             raise ValueError(
                 "`rollback` rolls back instead of failing: it needs "

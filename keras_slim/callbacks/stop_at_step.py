@@ -1,6 +1,6 @@
 """`StopAtStep`: stop training at a global step (contrib.learn semantics)."""
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.callbacks.step_callback import StepCallback
 
 
@@ -48,10 +48,10 @@ class StopAtStep(StepCallback):
                 f"Received: num_steps={num_steps!r}, last_step={last_step!r}"
             )
         if num_steps is not None:
-            num_steps = _validation.positive_int("num_steps", num_steps)
+            num_steps = checks.positive_int("num_steps", num_steps)
         if last_step is not None:
-            if not _validation.is_int(last_step) or last_step < 0:
-                raise _validation.invalid(
+            if not checks.is_int(last_step) or last_step < 0:
+                raise checks.invalid(
                     "last_step", last_step, "a non-negative integer"
                 )
             last_step = int(last_step)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._histogram import histogram
 from keras_slim.callbacks._interval import IntervalTrigger
@@ -142,18 +142,16 @@ class Summaries(StepCallback):
         clock=None,
     ):
         super().__init__()
-        self.logdir = _validation.path("logdir", logdir)
+        self.logdir = checks.path("logdir", logdir)
         self._clock = clock or time.monotonic
         self._trigger = IntervalTrigger(
             every_n_steps=every_n_steps,
             every_n_secs=every_n_secs,
             clock=self._clock,
         )
-        self.histograms = _validation.boolean("histograms", histograms)
-        self.gradients = _validation.boolean("gradients", gradients)
-        self.activations = _validation.boolean_or_names(
-            "activations", activations
-        )
+        self.histograms = checks.boolean("histograms", histograms)
+        self.gradients = checks.boolean("gradients", gradients)
+        self.activations = checks.boolean_or_names("activations", activations)
         self._writer = None
         self._in_step = None
 

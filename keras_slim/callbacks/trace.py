@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks.step_callback import StepCallback
@@ -95,7 +95,7 @@ class Trace(StepCallback):
 
     def __init__(self, logdir, *, every_n_steps=None, at_steps=()):
         super().__init__()
-        self.logdir = _validation.path("logdir", logdir)
+        self.logdir = checks.path("logdir", logdir)
         self._steps = IntervalTrigger(
             every_n_steps=every_n_steps, at_steps=at_steps
         )

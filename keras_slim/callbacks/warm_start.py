@@ -5,9 +5,9 @@ import re
 
 from keras_slim import _checkpoint_readers
 from keras_slim import _keras
-from keras_slim import _validation
 from keras_slim import _variable_maps
 from keras_slim import checkpoints as checkpoints_lib
+from keras_slim import checks
 from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.gradients import variable_path
 
@@ -19,7 +19,7 @@ def _name_map(value):
     if value is None or callable(value):
         return value
     if not isinstance(value, dict):
-        raise _validation.invalid(
+        raise checks.invalid(
             "name_map",
             value,
             "a dict {regex: replacement}, a callable path -> key, or None",
@@ -27,7 +27,7 @@ def _name_map(value):
     rules = []
     for pattern, replacement in value.items():
         if not isinstance(pattern, str) or not isinstance(replacement, str):
-            raise _validation.invalid(
+            raise checks.invalid(
                 "name_map", value, "a dict of str regex -> str replacement"
             )
         try:
@@ -140,13 +140,13 @@ class WarmStart(RunCallback):
     ):
         super().__init__()
         if checkpoint is None and values is None:
-            raise _validation.invalid(
+            raise checks.invalid(
                 "checkpoint", checkpoint, "a checkpoint path (or `values`)"
             )
         self.checkpoint = (
             None
             if checkpoint is None
-            else _validation.path("checkpoint", checkpoint)
+            else checks.path("checkpoint", checkpoint)
         )
         # Checked now, used at the first step.
         _variable_maps.compile_patterns("include", include)
@@ -155,14 +155,12 @@ class WarmStart(RunCallback):
         self.exclude = exclude
         self._name_map = _name_map(name_map)
         if values is not None and not isinstance(values, dict):
-            raise _validation.invalid(
+            raise checks.invalid(
                 "values", values, "a dict {variable path: array} or None"
             )
         self.values = values
-        self.ignore_missing = _validation.boolean(
-            "ignore_missing", ignore_missing
-        )
-        self.ignore_shape_mismatch = _validation.boolean(
+        self.ignore_missing = checks.boolean("ignore_missing", ignore_missing)
+        self.ignore_shape_mismatch = checks.boolean(
             "ignore_shape_mismatch", ignore_shape_mismatch
         )
         self.report = None

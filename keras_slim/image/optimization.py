@@ -47,7 +47,7 @@ import numbers
 import tensorflow as tf
 from keras.optimizers import schedules
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim import moving_averages
 from keras_slim import optimizers
 from keras_slim.image import _warmup
@@ -149,7 +149,7 @@ def _with_defaults(given, defaults, function):
 
 def _one_of(name, value, choices):
     if value not in choices:
-        raise _validation.invalid(name, value, f"one of {choices}")
+        raise checks.invalid(name, value, f"one of {choices}")
     return value
 
 
@@ -200,8 +200,8 @@ def configure_optimizer(learning_rate, **flags):
     if f["moving_average_decay"] is not None:
         ema = {"use_ema": True, "ema_momentum": f["moving_average_decay"]}
     k = f["gradient_accumulation_steps"]
-    if not _validation.is_int(k) or k < 1:
-        raise _validation.invalid(
+    if not checks.is_int(k) or k < 1:
+        raise checks.invalid(
             "gradient_accumulation_steps", k, "a positive integer"
         )
     if k > 1:
@@ -316,13 +316,13 @@ def describe_optimizer(**flags):
 
 def _positive(name, value):
     if not _is_number(value) or not 0 < value < math.inf:
-        raise _validation.invalid(name, value, "a positive number")
+        raise checks.invalid(name, value, "a positive number")
     return value
 
 
 def _non_negative(name, value):
     if not _is_number(value) or not 0 <= value < math.inf:
-        raise _validation.invalid(name, value, "a non-negative number")
+        raise checks.invalid(name, value, "a non-negative number")
     return value
 
 
@@ -332,12 +332,10 @@ def _is_number(value):
 
 def _check_step_flags(num_samples_per_epoch, f):
     """The flags that count steps, checked."""
-    _validation.positive_int("num_samples_per_epoch", num_samples_per_epoch)
-    _validation.positive_int("batch_size", f["batch_size"])
-    _validation.boolean("sync_replicas", f["sync_replicas"])
-    _validation.positive_int(
-        "replicas_to_aggregate", f["replicas_to_aggregate"]
-    )
+    checks.positive_int("num_samples_per_epoch", num_samples_per_epoch)
+    checks.positive_int("batch_size", f["batch_size"])
+    checks.boolean("sync_replicas", f["sync_replicas"])
+    checks.positive_int("replicas_to_aggregate", f["replicas_to_aggregate"])
 
 
 def _decay_steps(num_samples_per_epoch, f):
@@ -677,7 +675,7 @@ def _warmup_steps(num_samples_per_epoch, f):
             f"of the {num_samples_per_epoch} examples of an epoch. Expected "
             "at least one step, or 0 for no warmup."
         )
-    last = _validation.positive_int_or_none(
+    last = checks.positive_int_or_none(
         "max_number_of_steps", f["max_number_of_steps"]
     )
     if last is not None and steps >= last:
@@ -701,7 +699,7 @@ def _cosine_steps(rate, num_samples_per_epoch, f, warmup):
             f"end_learning_rate={end} above learning_rate={rate}. Expected "
             "at most learning_rate: the floor the cosine decays to."
         )
-    last = _validation.positive_int_or_none(
+    last = checks.positive_int_or_none(
         "max_number_of_steps", f["max_number_of_steps"]
     )
     if last is not None:

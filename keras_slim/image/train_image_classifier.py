@@ -54,8 +54,8 @@ import keras
 
 import keras_slim
 from keras_slim import _cluster_env
-from keras_slim import _validation
 from keras_slim import checkpoints
+from keras_slim import checks
 from keras_slim.callbacks import StepCallback
 from keras_slim.callbacks import WarmStart
 from keras_slim.callbacks._files import check_writable
@@ -112,7 +112,7 @@ def _task_from_tf_config(p):
     except ValueError as error:
         p.error(str(error))
     index = task.get("index", 0) if isinstance(task, dict) else None
-    if not _validation.is_int(index) or index < 0:
+    if not checks.is_int(index) or index < 0:
         p.error(
             "TF_CONFIG's task index must be a non-negative integer. "
             f"Received: {task!r}"

@@ -43,7 +43,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _validation
+from keras_slim import checks
 
 #: timm's largest RandAugment magnitude: M / 10 is Keras's `factor`.
 MAX_MAGNITUDE = 10
@@ -59,7 +59,7 @@ def _alpha(name, value):
         or isinstance(value, bool)
         or not 0 <= value < float("inf")
     ):
-        raise _validation.invalid(name, value, "a non-negative number (0: off)")
+        raise checks.invalid(name, value, "a non-negative number (0: off)")
     return float(value)
 
 
@@ -99,7 +99,7 @@ class Augmentation:
             _check_randaugment(self.randaugment)
         _alpha("mixup_alpha", self.mixup_alpha)
         if _alpha("cutmix_alpha", self.cutmix_alpha) > 1:
-            raise _validation.invalid(
+            raise checks.invalid(
                 "cutmix_alpha",
                 self.cutmix_alpha,
                 "a number in [0, 1] (Keras's CutMix; 0: off)",
@@ -208,14 +208,14 @@ def _check_randaugment(value):
     if ok:
         num_ops, magnitude = value
         ok = (
-            _validation.is_int(num_ops)
+            checks.is_int(num_ops)
             and 1 <= num_ops <= ops
             and isinstance(magnitude, numbers.Real)
             and not isinstance(magnitude, bool)
             and 0 <= magnitude <= MAX_MAGNITUDE
         )
     if not ok:
-        raise _validation.invalid(
+        raise checks.invalid(
             "randaugment",
             value,
             f"(num_ops, magnitude): num_ops an integer in [1, {ops}] (the "

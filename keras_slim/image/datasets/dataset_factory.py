@@ -75,7 +75,7 @@ import os
 
 import tensorflow as tf
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image import preprocessing
 from keras_slim.image.datasets import _augment
 from keras_slim.image.datasets import _pipeline
@@ -333,17 +333,17 @@ def load(
     model.evaluate(data.dataset)
     ```
     """
-    dataset_dir = _validation.path("dataset_dir", dataset_dir)
+    dataset_dir = checks.path("dataset_dir", dataset_dir)
     _check_arguments(split, batch_size, seed, validation_fraction)
     layout = layouts.layout(dataset_name)
     layout.check_split(split)
-    labels_offset = _validation.non_negative_int("labels_offset", labels_offset)
-    num_readers = _validation.positive_int("num_readers", num_readers)
+    labels_offset = checks.non_negative_int("labels_offset", labels_offset)
+    num_readers = checks.positive_int("num_readers", num_readers)
     if num_preprocessing_threads is not None:
-        _validation.positive_int(
+        checks.positive_int(
             "num_preprocessing_threads", num_preprocessing_threads
         )
-    image_size = _validation.positive_int("image_size", image_size)
+    image_size = checks.positive_int("image_size", image_size)
     augmentation = _augment.from_arguments(
         is_training,
         randaugment=randaugment,
@@ -353,7 +353,7 @@ def load(
     preprocessing.get_preprocessing(
         preprocessing_name,
         is_training=is_training,
-        use_grayscale=_validation.boolean("use_grayscale", use_grayscale),
+        use_grayscale=checks.boolean("use_grayscale", use_grayscale),
     )
     if not tf.io.gfile.isdir(dataset_dir):
         what = "does not exist"
@@ -428,16 +428,14 @@ def _offset_classes(source, labels_offset, dataset_dir):
 
 def _check_arguments(split, batch_size, seed, validation_fraction):
     if not isinstance(split, str) or not split or "/" in split:
-        raise _validation.invalid(
-            "split", split, "a split name, such as 'train'"
-        )
-    _validation.positive_int("batch_size", batch_size)
-    if not _validation.is_int(seed) or seed < 0:
-        raise _validation.invalid("seed", seed, "a non-negative integer")
+        raise checks.invalid("split", split, "a split name, such as 'train'")
+    checks.positive_int("batch_size", batch_size)
+    if not checks.is_int(seed) or seed < 0:
+        raise checks.invalid("seed", seed, "a non-negative integer")
     if not isinstance(validation_fraction, float) or not (
         0.0 < validation_fraction < 1.0
     ):
-        raise _validation.invalid(
+        raise checks.invalid(
             "validation_fraction", validation_fraction, "a float in (0, 1)"
         )
 

@@ -14,7 +14,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image.datasets import layouts
 
 #: The splits of a folder of class subfolders (`datasets.load`).
@@ -75,15 +75,15 @@ def write_tfrecords(
                     split="train", shards=2, class_names=["cat", "dog"])
     ```
     """
-    output_dir = _validation.path("output_dir", output_dir)
+    output_dir = checks.path("output_dir", output_dir)
     if not isinstance(name, str) or not name:
-        raise _validation.invalid("name", name, "a non-empty str")
+        raise checks.invalid("name", name, "a non-empty str")
     if not isinstance(split, str) or not split:
-        raise _validation.invalid("split", split, "a split name: 'train'")
+        raise checks.invalid("split", split, "a split name: 'train'")
     images, labels = _images_and_labels(images, labels)
-    shards = _validation.positive_int("shards", shards)
+    shards = checks.positive_int("shards", shards)
     if shards > len(images):
-        raise _validation.invalid(
+        raise checks.invalid(
             "shards", shards, f"at most the {len(images)} images"
         )
     file_name = "{name}_{split}_{index:05d}-of-{count:05d}.tfrecord"
@@ -151,9 +151,9 @@ def write_dataset(
                   "train", class_names=[str(i) for i in range(10)])
     ```
     """
-    output_dir = _validation.path("output_dir", output_dir)
+    output_dir = checks.path("output_dir", output_dir)
     if dataset_name not in layouts.LAYOUTS:
-        raise _validation.invalid(
+        raise checks.invalid(
             "dataset_name",
             dataset_name,
             f"one of {', '.join(map(repr, layouts.LAYOUTS))}",
@@ -163,9 +163,9 @@ def write_dataset(
     images, labels = _images_and_labels(images, labels, layout.channels)
     one_file = "{index" not in layout.file_name
     count = 1 if one_file else shards or layout.shards(split)
-    count = _validation.positive_int("shards", count)
+    count = checks.positive_int("shards", count)
     if one_file and shards not in (None, 1):
-        raise _validation.invalid(
+        raise checks.invalid(
             "shards", shards, f"None or 1: {dataset_name} is one file a split"
         )
     count = min(count, len(images))
@@ -211,7 +211,7 @@ def _images_and_labels(images, labels, channels=3):
             or image.ndim != 3
             or image.shape[2] != channels
         ):
-            raise _validation.invalid(
+            raise checks.invalid(
                 "images",
                 f"an image of dtype {image.dtype} and shape {image.shape}",
                 f"uint8 images of shape [height, width, {channels}]",
@@ -221,9 +221,7 @@ def _images_and_labels(images, labels, channels=3):
 
 def _encoder(image_format):
     if image_format not in IMAGE_FORMATS:
-        raise _validation.invalid(
-            "image_format", image_format, "'png' or 'jpeg'"
-        )
+        raise checks.invalid("image_format", image_format, "'png' or 'jpeg'")
     encode = tf.io.encode_png if image_format == "png" else tf.io.encode_jpeg
     return lambda image: encode(image).numpy()
 
@@ -291,12 +289,12 @@ def write_image_folder(
                        class_names=["cat", "dog"])
     ```
     """
-    output_dir = _validation.path("output_dir", output_dir)
+    output_dir = checks.path("output_dir", output_dir)
     images, labels = _images_and_labels(images, labels)
     class_names = list(class_names)
     bad = sorted({c for c in labels if not 0 <= c < len(class_names)})
     if bad:
-        raise _validation.invalid(
+        raise checks.invalid(
             "labels",
             bad,
             f"indices into the {len(class_names)} class_names",

@@ -7,7 +7,7 @@ kernel reduced for small inputs, the end points built in order up to a
 with biases and no batch norm).
 """
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image.nets import _slim
 
 
@@ -56,7 +56,7 @@ def depth_fn(min_depth, depth_multiplier):
         ValueError: if `depth_multiplier` is not greater than zero.
     """
     if not depth_multiplier > 0:
-        raise _validation.invalid(
+        raise checks.invalid(
             "depth_multiplier", depth_multiplier, "a number greater than zero"
         )
     return lambda d: max(int(d * depth_multiplier), min_depth)
@@ -103,7 +103,7 @@ def build(inputs, layers, final_endpoint):
         ValueError: if `final_endpoint` is not an end point of `layers`.
     """
     if final_endpoint not in layers:
-        raise _validation.invalid(
+        raise checks.invalid(
             "final_endpoint", final_endpoint, f"one of {tuple(layers)}"
         )
     end_points = {}

@@ -42,7 +42,7 @@ from collections.abc import Callable
 
 import keras
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image.nets import _slim
 from keras_slim.image.nets import alexnet
 from keras_slim.image.nets import cifarnet
@@ -222,9 +222,7 @@ NETWORKS = (DIGITS_CNN, *_NETS)
 
 def _check_name(model_name):
     if not isinstance(model_name, str) or model_name not in NETWORKS:
-        raise _validation.invalid(
-            "model_name", model_name, f"one of {NETWORKS}"
-        )
+        raise checks.invalid("model_name", model_name, f"one of {NETWORKS}")
     return model_name
 
 
@@ -315,8 +313,8 @@ def _image_size(model_name, image_size):
     minimum = minimum_image_size(model_name)
     if image_size is None:
         return default_image_size(model_name)
-    if not _validation.is_int(image_size) or image_size < minimum:
-        raise _validation.invalid(
+    if not checks.is_int(image_size) or image_size < minimum:
+        raise checks.invalid(
             "image_size",
             image_size,
             f"an integer of at least {minimum} for {model_name} "
@@ -331,9 +329,7 @@ def _weight_decay(value):
         or isinstance(value, bool)
         or not value >= 0
     ):
-        raise _validation.invalid(
-            "weight_decay", value, "a non-negative number"
-        )
+        raise checks.invalid("weight_decay", value, "a non-negative number")
     return float(value)
 
 
@@ -362,9 +358,7 @@ def get_network_fn(model_name, num_classes, weight_decay=0.0):
     """
     net = _net(model_name)
     if net is None:
-        raise _validation.invalid(
-            "model_name", model_name, "one of TF-Slim's nets"
-        )
+        raise checks.invalid("model_name", model_name, "one of TF-Slim's nets")
     sc = net.arg_scope(weight_decay=weight_decay)
 
     @functools.wraps(net.function)
@@ -434,9 +428,9 @@ def build(
     ```
     """
     _check_name(model_name)
-    num_classes = _validation.positive_int("num_classes", num_classes)
+    num_classes = checks.positive_int("num_classes", num_classes)
     image_size = _image_size(model_name, image_size)
-    channels = _validation.positive_int_or_none("channels", channels)
+    channels = checks.positive_int_or_none("channels", channels)
     weight_decay = _weight_decay(weight_decay)
     default_channels = 1 if model_name == DIGITS_CNN else 3
     inputs = keras.Input(
@@ -516,7 +510,7 @@ def slim_name_map(model_name):
     """
     net = _net(model_name)
     if net is None:
-        raise _validation.invalid(
+        raise checks.invalid(
             "model_name",
             model_name,
             "one of TF-Slim's nets (digits_cnn has no TF-Slim checkpoint)",

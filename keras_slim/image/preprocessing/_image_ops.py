@@ -9,7 +9,7 @@ pixels. `resize` calls the kernels TF1 called, with TF1's arguments.
 
 import tensorflow as tf
 
-from keras_slim import _validation
+from keras_slim import checks
 
 #: TF1's `tf.image.ResizeMethod` values, the `method` of `resize_images`.
 BILINEAR = 0
@@ -45,7 +45,7 @@ def seed_of(seed):
         or tensor.dtype not in (tf.int32, tf.int64)
         or tensor.shape != (2,)
     ):
-        raise _validation.invalid(
+        raise checks.invalid(
             "seed", seed, "two integers (a [2] int32 or int64 seed) or None"
         )
     return tf.cast(tensor, tf.int64)
@@ -82,7 +82,7 @@ def coin(seed):
 def select(index, branches):
     """`branches[index]()`: called directly for a Python int, by
     `tf.switch_case` (only the chosen branch runs) for a tensor."""
-    if _validation.is_int(index):
+    if checks.is_int(index):
         return branches[index]()
     return tf.switch_case(index, branches)
 

@@ -31,7 +31,7 @@ import typing
 
 import tensorflow as tf
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image.preprocessing import _image_ops
 
 _CENTRAL_FRACTION = 0.875
@@ -180,9 +180,7 @@ def _python_ordering(color_ordering, fast_mode):
     if fast_mode:
         return 0 if color_ordering == 0 else 1
     if not 0 <= color_ordering < _ORDERINGS:
-        raise _validation.invalid(
-            "color_ordering", color_ordering, "0, 1, 2 or 3"
-        )
+        raise checks.invalid("color_ordering", color_ordering, "0, 1, 2 or 3")
     return color_ordering
 
 
@@ -212,7 +210,7 @@ def apply_color(image, color_ordering, draws, fast_mode=True):
     """
     steps = _color_steps(draws)
     orders = _orders(fast_mode)
-    if _validation.is_int(color_ordering):
+    if checks.is_int(color_ordering):
         color_ordering = _python_ordering(color_ordering, fast_mode)
 
     def distort(order):

@@ -24,7 +24,7 @@ colors. Image summaries (`add_image_summaries`) are accepted and not
 written.
 """
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image.preprocessing import cifarnet_preprocessing
 from keras_slim.image.preprocessing import digits_preprocessing
 from keras_slim.image.preprocessing import inception_preprocessing
@@ -114,18 +114,18 @@ def get_preprocessing(name, is_training=False, use_grayscale=False):
     ```
     """
     if name not in PREPROCESSING:
-        raise _validation.invalid(
+        raise checks.invalid(
             "name", name, f"one of {', '.join(map(repr, PREPROCESSING))}"
         )
-    _validation.boolean("is_training", is_training)
-    _validation.boolean("use_grayscale", use_grayscale)
+    checks.boolean("is_training", is_training)
+    checks.boolean("use_grayscale", use_grayscale)
     family = _PREPROCESSING_FN_MAP[name]
 
     def preprocessing_fn(image, output_height, output_width, **kwargs):
         return family.preprocess_image(
             image,
-            _validation.positive_int("output_height", output_height),
-            _validation.positive_int("output_width", output_width),
+            checks.positive_int("output_height", output_height),
+            checks.positive_int("output_width", output_width),
             is_training=is_training,
             use_grayscale=use_grayscale,
             **kwargs,

@@ -19,7 +19,7 @@ import typing
 
 import tensorflow as tf
 
-from keras_slim import _validation
+from keras_slim import checks
 from keras_slim.image.preprocessing import _image_ops
 
 _R_MEAN = 123.68
@@ -96,7 +96,7 @@ def _mean_image_subtraction(image, means):
 def _check_rgb(image, use_grayscale):
     _image_ops.require_rgb(image, "vgg_preprocessing (3 channel means)")
     if use_grayscale:
-        raise _validation.invalid(
+        raise checks.invalid(
             "use_grayscale",
             use_grayscale,
             "False for vgg_preprocessing, which subtracts a mean from each "
