@@ -30,14 +30,14 @@ import tensorflow as tf
 sys.path.insert(0, {bench!r})
 import step_profile
 from keras_slim.image import nets
-from keras_slim.image import optimization
+from keras_slim.image import optimizer as optimizer_lib
 from keras_slim.image.nets import _slim
 
 if {keras_bn}:
     _slim.FusedBatchNormalization = keras.layers.BatchNormalization
 model = nets.build("mobilenet_v1", 5, image_size=128)
 model.compile(
-    optimizer=optimization.configure_optimizer(0.01),
+    optimizer=optimizer_lib.configure_optimizer(0.01),
     loss=keras.losses.CategoricalCrossentropy(from_logits=True),
 )
 rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """mkdocs hook: the learning-rate picture, drawn at docs build.
 
 `images/learning_rates.svg` is added to the site as a generated file:
-matplotlib plots the rates `keras_slim.image.optimization.
+matplotlib plots the rates `keras_slim.image.learning_rate.
 configure_learning_rate` itself returns (the function keras-slim-train
 calls) for TF-Slim's exponential and polynomial decays and for the
 recipes' warmup and cosine, so the picture cannot drift from the code.
@@ -41,9 +41,9 @@ def rates(flags):
     """The rate at each step 0..STEPS, from `configure_learning_rate`."""
     import numpy
 
-    from keras_slim.image import optimization
+    from keras_slim.image import learning_rate
 
-    schedule = optimization.configure_learning_rate(
+    schedule = learning_rate.configure_learning_rate(
         EXAMPLES, None, learning_rate=0.01, **flags
     )
     # The schedule takes a vector of steps (elementwise, as at one step).

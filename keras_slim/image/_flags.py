@@ -11,8 +11,9 @@ is wrong; absl names the flag and the value.
 """
 
 from keras_slim.image import _best_checkpoint as best_checkpoint
+from keras_slim.image import learning_rate
 from keras_slim.image import nets
-from keras_slim.image import optimization
+from keras_slim.image import optimizer as optimizer_lib
 from keras_slim.image import preprocessing
 from keras_slim.image._flag_types import finite_float
 from keras_slim.image._flag_types import fraction
@@ -214,7 +215,7 @@ def add_optimization_flags(add):
         "optimizer",
         "rmsprop",
         "The name of the optimizer.",
-        choices=optimization.OPTIMIZERS,
+        choices=optimizer_lib.OPTIMIZERS,
     )
     add(
         "learning_rate",
@@ -229,7 +230,7 @@ def add_optimization_flags(add):
         "TF-Slim's): from --learning_rate to --end_learning_rate over the "
         "steps after the warmup up to --max_number_of_steps (unset: over "
         "--num_epochs_per_decay epochs), then at --end_learning_rate.",
-        choices=optimization.DECAY_TYPES,
+        choices=learning_rate.DECAY_TYPES,
     )
     add(
         "num_epochs_per_decay",
@@ -259,7 +260,7 @@ def add_optimization_flags(add):
         "decay steps.",
         parse=non_negative_float,
     )
-    for name, (default, text) in optimization.OPTIMIZER_FLAGS.items():
+    for name, (default, text) in optimizer_lib.OPTIMIZER_FLAGS.items():
         add(
             name, default, text, parse=_OPTIMIZER_FLAG_TYPES.get(name, fraction)
         )

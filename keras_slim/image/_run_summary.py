@@ -10,8 +10,8 @@ that batch, the learning rate's decay in steps.
 
 Each number is read from what the run uses, not worked out again: the
 deployment's `DeploymentConfig.describe()`, the batch the input is built
-with, `optimization.DecaySchedule.describe()`,
-`optimization.describe_optimizer`, the checkpoints of `--train_dir` as the
+with, `learning_rate.DecaySchedule.describe()`,
+`optimizer.describe_optimizer`, the checkpoints of `--train_dir` as the
 resume finds them (`_checkpoint_dir.checkpoint_files`), the warm start's
 callback, and the gradient policy's `describe(model)`.
 """
@@ -22,7 +22,7 @@ import textwrap
 from keras_slim import _checkpoint_dir
 from keras_slim import _checkpoint_readers
 from keras_slim import training_state
-from keras_slim.image import optimization
+from keras_slim.image import optimizer as optimizer_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,7 +198,7 @@ def summary(flags, *, config, batch, train, schedule, model, warm, resumed):
         config: The run's `DeploymentConfig`.
         batch: Its `Batches`.
         train: The train split's `_task.Task`.
-        schedule: The `optimization.DecaySchedule` the optimizer runs.
+        schedule: The `learning_rate.DecaySchedule` the optimizer runs.
         model: The compiled model.
         warm: The run's `WarmStart`, or `None`.
         resumed: `resume_step(flags.train_dir)`.
@@ -209,10 +209,10 @@ def summary(flags, *, config, batch, train, schedule, model, warm, resumed):
     start = resumed[0] if resumed else 0
     per_step = batch.per_step
     f = vars(flags)
-    optimizer = optimization.describe_optimizer(
+    optimizer = optimizer_lib.describe_optimizer(
         optimizer=flags.optimizer,
         moving_average_decay=flags.moving_average_decay,
-        **{name: f[name] for name in optimization.OPTIMIZER_FLAGS},
+        **{name: f[name] for name in optimizer_lib.OPTIMIZER_FLAGS},
     )
     sections = [
         ("deployment", config.describe()),

@@ -70,8 +70,9 @@ from keras_slim.image import _run_summary
 from keras_slim.image import _task
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier
+from keras_slim.image import learning_rate
 from keras_slim.image import nets
-from keras_slim.image import optimization
+from keras_slim.image import optimizer as optimizer_lib
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -231,13 +232,13 @@ def _policy(flags):
 
 
 def _schedule(flags, task):
-    """The learning rate's `optimization.DecaySchedule`, from the flags."""
+    """The learning rate's `learning_rate.DecaySchedule`, from the flags."""
     # TF-Slim's --sync_replicas: each step aggregates the batches of
     # --replicas_to_aggregate workers (parameter servers with
     # --sync_replicas; multi-worker replicas always).
     sync_ps = bool(flags.num_ps_tasks and flags.sync_replicas)
     multi_worker = not flags.num_ps_tasks and flags.worker_replicas > 1
-    return optimization.DecaySchedule.from_flags(
+    return learning_rate.DecaySchedule.from_flags(
         task.num_samples,
         learning_rate=flags.learning_rate,
         learning_rate_decay_type=flags.learning_rate_decay_type,
@@ -266,11 +267,13 @@ def _build(flags, task, *, schedule=None):
     loss = keras.losses.CategoricalCrossentropy(
         from_logits=True, label_smoothing=flags.label_smoothing
     )
-    optimizer = optimization.configure_optimizer(
+    optimizer = optimizer_lib.configure_optimizer(
         rate,
         optimizer=flags.optimizer,
         moving_average_decay=flags.moving_average_decay,
-        **{name: getattr(flags, name) for name in optimization.OPTIMIZER_FLAGS},
+        **{
+            name: getattr(flags, name) for name in optimizer_lib.OPTIMIZER_FLAGS
+        },
     )
     if len(model.outputs) == 2:
         # TF-Slim's AuxLogits: their loss weighs 0.4 of the logits'.

@@ -1,4 +1,5 @@
-"""keras_slim.image.optimization: TF-Slim's two helpers, against TF1's.
+"""keras_slim.image.optimizer and .learning_rate: TF-Slim's two helpers,
+against TF1's.
 
 TF-Slim's `_configure_optimizer` and `_configure_learning_rate`, stated in
 TF1 calls in one graph-mode child (`_TF_SLIM` below), train the problem of
@@ -15,7 +16,8 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
-from keras_slim.image import optimization
+from keras_slim.image import learning_rate
+from keras_slim.image import optimizer as optimizer_lib
 from keras_slim.image import train_image_classifier as cli
 from tests import optimizer_problem as problem
 from tests.helpers import once_per_session
@@ -155,7 +157,7 @@ CASES = {
             ),
         }
     )
-    for name in optimization.OPTIMIZERS
+    for name in optimizer_lib.OPTIMIZERS
     for variant in ("defaults", "other")
     for kind in SLIM_DECAY_TYPES
 }
@@ -206,7 +208,7 @@ def tf1(tmp_path_factory):
 
 def _split(flags):
     rate = {
-        k: v for k, v in flags.items() if k in optimization.LEARNING_RATE_FLAGS
+        k: v for k, v in flags.items() if k in learning_rate.LEARNING_RATE_FLAGS
     }
     return rate, {k: v for k, v in flags.items() if k not in rate}
 
@@ -215,10 +217,10 @@ def _split(flags):
 def test_100_steps_equal_tf_slims_tf1_optimizer(tf1, key):
     spec = CASES[key]
     rate_flags, optimizer_flags = _split(spec["flags"])
-    rate = optimization.configure_learning_rate(
+    rate = learning_rate.configure_learning_rate(
         spec["num_samples"], None, **rate_flags
     )
-    optimizer = optimization.configure_optimizer(rate, **optimizer_flags)
+    optimizer = optimizer_lib.configure_optimizer(rate, **optimizer_flags)
     variables = problem.keras_variables(False)
     final = problem.train(optimizer, variables, False, problem.STEPS)
     # Measured: 0 (bit for bit) except adam (<= 3e-7: the beta powers).
@@ -233,7 +235,7 @@ def test_learning_rates_equal_tf_slims_at_every_step(tf1, key):
     # rewrites the division by the constant decay steps alike).
     @tf.function
     def rates(steps):
-        return optimization.configure_learning_rate(
+        return learning_rate.configure_learning_rate(
             spec["num_samples"], steps, **spec["flags"]
         )
 
@@ -268,7 +270,7 @@ def test_learning_rates_equal_tf_slims_at_every_step(tf1, key):
     ],
 )
 def test_each_optimizer_with_tf_slims_defaults(name, cls, config):
-    optimizer = optimization.configure_optimizer(0.1, optimizer=name)
+    optimizer = optimizer_lib.configure_optimizer(0.1, optimizer=name)
     assert type(optimizer) is getattr(keras_slim.optimizers, cls)
     given = optimizer.get_config()
     assert {k: given[k] for k in config} == config
@@ -277,23 +279,23 @@ def test_each_optimizer_with_tf_slims_defaults(name, cls, config):
 
 
 def test_rmsprop_is_tf_slims_default():
-    optimizer = optimization.configure_optimizer(0.1)
+    optimizer = optimizer_lib.configure_optimizer(0.1)
     assert type(optimizer) is keras_slim.optimizers.RMSProp
 
 
 def test_moving_average_decay_is_keras_ema():
-    optimizer = optimization.configure_optimizer(
+    optimizer = optimizer_lib.configure_optimizer(
         0.1, optimizer="sgd", moving_average_decay=0.9999
     )
     assert optimizer.use_ema and optimizer.ema_momentum == 0.9999
 
 
 def test_the_rate_given_is_the_optimizers():
-    schedule = optimization.configure_learning_rate(1000, None)
-    optimizer = optimization.configure_optimizer(schedule, optimizer="adam")
+    schedule = learning_rate.configure_learning_rate(1000, None)
+    optimizer = optimizer_lib.configure_optimizer(schedule, optimizer="adam")
     given = optimizer.get_config()["learning_rate"]
     assert given["config"] == schedule.get_config()
-    assert optimization.configure_learning_rate(
+    assert learning_rate.configure_learning_rate(
         1000, None, learning_rate_decay_type="fixed", learning_rate=0.3
     ) == pytest.approx(0.3)
 
@@ -316,7 +318,7 @@ def test_the_rate_given_is_the_optimizers():
 )
 def test_decay_steps_are_tf_slims(num_samples, flags, steps):
     for kind in ("exponential", "polynomial"):
-        schedule = optimization.configure_learning_rate(
+        schedule = learning_rate.configure_learning_rate(
             num_samples, None, learning_rate_decay_type=kind, **flags
         )
         assert schedule.decay_steps == steps
@@ -329,11 +331,11 @@ def test_zero_decay_steps_are_an_error_naming_the_values(kind):
         "num_epochs_per_decay=2.0, batch_size=32"
     )
     with pytest.raises(ValueError, match=message):
-        optimization.configure_learning_rate(
+        learning_rate.configure_learning_rate(
             10, None, learning_rate_decay_type=kind
         )
     # A fixed rate has no decay steps.
-    rate = optimization.configure_learning_rate(
+    rate = learning_rate.configure_learning_rate(
         10, 5, learning_rate_decay_type="fixed"
     )
     assert rate.dtype == tf.float32 and float(rate) == np.float32(0.01)
@@ -343,70 +345,70 @@ def test_zero_decay_steps_are_an_error_naming_the_values(kind):
     "call, error, message",
     [
         (
-            lambda: optimization.configure_optimizer(0.1, optimizer="lbfgs"),
+            lambda: optimizer_lib.configure_optimizer(0.1, optimizer="lbfgs"),
             ValueError,
             "Received: optimizer='lbfgs'. Expected one of",
         ),
         (
-            lambda: optimization.configure_optimizer(0.1, adam_beta3=0.5),
+            lambda: optimizer_lib.configure_optimizer(0.1, adam_beta3=0.5),
             TypeError,
             r"configure_optimizer\(\) got unknown flags \['adam_beta3'\]",
         ),
         (
             # A learning-rate flag is configure_learning_rate's.
-            lambda: optimization.configure_optimizer(
+            lambda: optimizer_lib.configure_optimizer(
                 0.1, learning_rate_decay_type="fixed"
             ),
             TypeError,
             r"unknown flags \['learning_rate_decay_type'\]",
         ),
         (
-            lambda: optimization.configure_optimizer(0.1, rmsprop_decay=1.5),
+            lambda: optimizer_lib.configure_optimizer(0.1, rmsprop_decay=1.5),
             ValueError,
             "Received: decay=1.5",
         ),
         (
-            lambda: optimization.configure_optimizer(-0.1),
+            lambda: optimizer_lib.configure_optimizer(-0.1),
             ValueError,
             "Received: learning_rate=-0.1",
         ),
         (
-            lambda: optimization.configure_learning_rate(
+            lambda: learning_rate.configure_learning_rate(
                 100, None, learning_rate_decay_type="linear"
             ),
             ValueError,
             "Received: learning_rate_decay_type='linear'. Expected one of",
         ),
         (
-            lambda: optimization.configure_learning_rate(
+            lambda: learning_rate.configure_learning_rate(
                 100, None, momentum=0.9
             ),
             TypeError,
             r"configure_learning_rate\(\) got unknown flags \['momentum'\]",
         ),
         (
-            lambda: optimization.configure_learning_rate(
+            lambda: learning_rate.configure_learning_rate(
                 100, None, learning_rate=0
             ),
             ValueError,
             "Received: learning_rate=0. Expected a positive number",
         ),
         (
-            lambda: optimization.configure_learning_rate(
+            lambda: learning_rate.configure_learning_rate(
                 100, None, batch_size=0
             ),
             ValueError,
             "Received: batch_size=0",
         ),
         (
-            lambda: optimization.configure_learning_rate(
+            lambda: learning_rate.configure_learning_rate(
                 100, None, sync_replicas=True, replicas_to_aggregate=0
             ),
             ValueError,
             "Received: replicas_to_aggregate=0",
         ),
         (
-            lambda: optimization.configure_learning_rate(None, None),
+            lambda: learning_rate.configure_learning_rate(None, None),
             ValueError,
             "Received: num_samples_per_epoch=None",
         ),
@@ -422,8 +424,8 @@ def test_the_commands_flags_default_to_these():
     defaults = {
         "optimizer": "rmsprop",
         "moving_average_decay": None,
-        **{k: v for k, (v, _) in optimization.OPTIMIZER_FLAGS.items()},
-        **optimization.LEARNING_RATE_FLAGS,
+        **{k: v for k, (v, _) in optimizer_lib.OPTIMIZER_FLAGS.items()},
+        **learning_rate.LEARNING_RATE_FLAGS,
     }
     # The command's default is --worker_replicas' (1 here).
     defaults.pop("replicas_to_aggregate")
@@ -432,8 +434,8 @@ def test_the_commands_flags_default_to_these():
 
 def test_gradient_accumulation_steps_is_checked():
     with pytest.raises(ValueError, match="gradient_accumulation_steps=0"):
-        optimization.configure_optimizer(0.1, gradient_accumulation_steps=0)
-    optimizer = optimization.configure_optimizer(
+        optimizer_lib.configure_optimizer(0.1, gradient_accumulation_steps=0)
+    optimizer = optimizer_lib.configure_optimizer(
         0.1, optimizer="sgd", gradient_accumulation_steps=2
     )
     assert optimizer.gradient_accumulation_steps == 2
@@ -448,7 +450,7 @@ def _tf1(decay, *args, **kwargs):
 
 
 def _rates(num_samples, steps, **flags):
-    schedule = optimization.configure_learning_rate(num_samples, None, **flags)
+    schedule = learning_rate.configure_learning_rate(num_samples, None, **flags)
     return [float(schedule(step)) for step in steps]
 
 
@@ -533,7 +535,7 @@ def test_the_ramp_is_keras_cosine_decays_own_warmup():
 
 
 def test_warmup_steps_are_global_steps_as_the_decays():
-    schedule = optimization.configure_learning_rate(
+    schedule = learning_rate.configure_learning_rate(
         1281167,
         None,
         warmup_epochs=5.0,
@@ -550,18 +552,18 @@ def test_without_the_recipe_flags_the_schedules_are_tf_slims():
         ("exponential", keras.optimizers.schedules.ExponentialDecay),
         ("polynomial", keras.optimizers.schedules.PolynomialDecay),
     ]:
-        schedule = optimization.configure_learning_rate(
+        schedule = learning_rate.configure_learning_rate(
             1000, None, learning_rate_decay_type=kind, warmup_epochs=0.0
         )
         assert type(schedule) is cls
-    fixed = optimization.configure_learning_rate(
+    fixed = learning_rate.configure_learning_rate(
         1000, None, learning_rate_decay_type="fixed"
     )
     assert fixed == 0.01
 
 
 def test_the_warmup_schedule_round_trips_through_keras_config():
-    schedule = optimization.configure_learning_rate(
+    schedule = learning_rate.configure_learning_rate(
         1000, None, learning_rate_decay_type="cosine", warmup_epochs=0.5
     )
     again = keras.saving.deserialize_keras_object(
@@ -608,4 +610,4 @@ def test_the_warmup_schedule_round_trips_through_keras_config():
 )
 def test_bad_recipe_values_are_named(flags, message):
     with pytest.raises(ValueError, match=message):
-        optimization.configure_learning_rate(1000, None, **flags)
+        learning_rate.configure_learning_rate(1000, None, **flags)

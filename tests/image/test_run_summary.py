@@ -11,7 +11,7 @@ import re
 import keras
 import pytest
 
-from keras_slim.image import optimization
+from keras_slim.image import learning_rate
 from keras_slim.image import train_image_classifier as cli
 
 
@@ -81,8 +81,8 @@ def test_the_summary_says_the_batch_rate_and_optimizer_the_run_uses(
     # at the step the summary names.
     num_samples = int(number(r"epoch: (\d+) examples", text))
     steps = number(r"every 2 epochs = (\d+) steps \(staircase\)", text)
-    flags = {**optimization.LEARNING_RATE_FLAGS, "batch_size": 8}
-    assert steps == optimization._decay_steps(num_samples, flags)
+    flags = {**learning_rate.LEARNING_RATE_FLAGS, "batch_size": 8}
+    assert steps == learning_rate._decay_steps(num_samples, flags)
     schedule = built_schedule(model)
     rate = number(r"learning rate: exponential: (\S+) x", text)
     factor = number(r" x (\S+) every", text)

@@ -1,15 +1,13 @@
-"""train_image_classifier's optimizer and learning rate, from TF-Slim's flags.
+"""train_image_classifier's learning rate, from TF-Slim's flags.
 
-TF-Slim's research/slim/train_image_classifier.py builds its optimizer
-and learning rate in two helpers that read `FLAGS`:
-`_configure_optimizer(learning_rate)` and
-`_configure_learning_rate(num_samples_per_epoch, global_step)`. Here they
-take the same flags as keyword arguments, with TF-Slim's names and
-defaults, and build the same things in Keras 3: the optimizer is the
-`keras_slim.optimizers` class of the `tf.compat.v1.train` optimizer TF-Slim
-builds, with the same arguments (so each step equals TF1's), and the
-learning rate is the Keras schedule computing TF1's `exponential_decay` /
-`polynomial_decay` at the optimizer's `iterations`.
+TF-Slim's research/slim/train_image_classifier.py builds its learning rate
+in `_configure_learning_rate(num_samples_per_epoch, global_step)`, which
+reads `FLAGS` (`--learning_rate`, `--learning_rate_decay_type`,
+`--num_epochs_per_decay`, ...). Here `configure_learning_rate` takes the
+same flags as keyword arguments, with TF-Slim's names and defaults, and
+returns the Keras schedule computing TF1's `exponential_decay` /
+`polynomial_decay` at the optimizer's `iterations`; `DecaySchedule` is
+that schedule described before it is built.
 
 Not TF-Slim's, both off by default (today's recipes, timm's `--sched
 cosine --warmup-epochs --min-lr`): `learning_rate_decay_type="cosine"`,
@@ -22,98 +20,26 @@ whose decay then starts (`_warmup.LinearWarmup`). Steps are global steps,
 each of the global batch, as TF-Slim's decay steps:
 `int(num_samples_per_epoch * epochs / batch_size)`, divided by
 `replicas_to_aggregate` under `sync_replicas`.
-
-Each `--optimizer`, the `keras_slim.optimizers` class it builds, and the
-flags it reads (TF-Slim gives its TF1 class the same arguments):
-
-- `adadelta`: `Adadelta(lr, rho=adadelta_rho, epsilon=opt_epsilon)`;
-- `adagrad`: `Adagrad(lr, initial_accumulator_value=
-  adagrad_initial_accumulator_value)`;
-- `adam`: `Adam(lr, beta1=adam_beta1, beta2=adam_beta2,
-  epsilon=opt_epsilon)`;
-- `ftrl`: `Ftrl(lr, learning_rate_power=ftrl_learning_rate_power,
-  initial_accumulator_value=ftrl_initial_accumulator_value,
-  l1_regularization_strength=ftrl_l1, l2_regularization_strength=ftrl_l2)`;
-- `momentum`: `Momentum(lr, momentum=momentum)`;
-- `rmsprop` (the default): `RMSProp(lr, decay=rmsprop_decay,
-  momentum=rmsprop_momentum, epsilon=opt_epsilon)`;
-- `sgd`: `GradientDescent(lr)`.
 """
 
 import dataclasses
-import math
-import numbers
 
 import tensorflow as tf
 from keras.optimizers import schedules
 
 from keras_slim import checks
-from keras_slim import moving_averages
-from keras_slim import optimizers
 from keras_slim.image import _warmup
+from keras_slim.image._flag_defaults import with_defaults
 
 __all__ = [
     "DECAY_TYPES",
     "DecaySchedule",
     "LEARNING_RATE_FLAGS",
-    "OPTIMIZERS",
-    "OPTIMIZER_FLAGS",
     "configure_learning_rate",
-    "configure_optimizer",
-    "describe_optimizer",
 ]
-
-#: TF-Slim's `--optimizer` values.
-OPTIMIZERS = (
-    "adadelta",
-    "adagrad",
-    "adam",
-    "ftrl",
-    "momentum",
-    "rmsprop",
-    "sgd",
-)
 
 #: TF-Slim's `--learning_rate_decay_type` values, and `cosine`.
 DECAY_TYPES = ("cosine", "exponential", "fixed", "polynomial")
-
-#: TF-Slim's optimizer flags: name -> (default, help), as its
-#: train_image_classifier.py defines them.
-OPTIMIZER_FLAGS = {
-    "opt_epsilon": (1.0, "Epsilon term for the optimizer."),
-    "adadelta_rho": (0.95, "The decay rate for adadelta."),
-    "adagrad_initial_accumulator_value": (
-        0.1,
-        "Starting value for the AdaGrad accumulators.",
-    ),
-    "adam_beta1": (
-        0.9,
-        "The exponential decay rate for the 1st moment estimates.",
-    ),
-    "adam_beta2": (
-        0.999,
-        "The exponential decay rate for the 2nd moment estimates.",
-    ),
-    "ftrl_learning_rate_power": (-0.5, "The learning rate power."),
-    "ftrl_initial_accumulator_value": (
-        0.1,
-        "Starting value for the FTRL accumulators.",
-    ),
-    "ftrl_l1": (0.0, "The FTRL l1 regularization strength."),
-    "ftrl_l2": (0.0, "The FTRL l2 regularization strength."),
-    "momentum": (
-        0.9,
-        "The momentum for the MomentumOptimizer and RMSPropOptimizer.",
-    ),
-    "rmsprop_momentum": (0.9, "Momentum."),
-    "rmsprop_decay": (0.9, "Decay term for RMSProp."),
-    # Not TF-Slim's: Keras's optimizer argument, run by SlimModel.
-    "gradient_accumulation_steps": (
-        1,
-        "The batches whose mean gradient makes one optimizer step (and "
-        "one global step); 1 steps on every batch.",
-    ),
-}
 
 #: TF-Slim's flags `_configure_learning_rate` reads, with their defaults.
 LEARNING_RATE_FLAGS = {
@@ -130,205 +56,6 @@ LEARNING_RATE_FLAGS = {
     "max_number_of_steps": None,
 }
 
-_OPTIMIZER_DEFAULTS = {
-    "optimizer": "rmsprop",
-    "moving_average_decay": None,
-    **{name: default for name, (default, _) in OPTIMIZER_FLAGS.items()},
-}
-
-
-def _with_defaults(given, defaults, function):
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise TypeError(
-            f"{function}() got unknown flags {unknown}. Expected TF-Slim's "
-            f"flag names: {sorted(defaults)}."
-        )
-    return {**defaults, **given}
-
-
-def _one_of(name, value, choices):
-    if value not in choices:
-        raise checks.invalid(name, value, f"one of {choices}")
-    return value
-
-
-def configure_optimizer(learning_rate, **flags):
-    """The optimizer TF-Slim's `_configure_optimizer` builds, in Keras 3.
-
-    One of `keras_slim.optimizers`, with the arguments TF-Slim gives its
-    `tf.compat.v1.train` optimizer (see the module's table): `adam` is
-    `Adam(learning_rate, beta1=adam_beta1, beta2=adam_beta2,
-    epsilon=opt_epsilon)`, `rmsprop` is `RMSProp(learning_rate,
-    decay=rmsprop_decay, momentum=rmsprop_momentum, epsilon=opt_epsilon)`,
-    `momentum` is `Momentum(learning_rate, momentum=momentum)`.
-
-    Args:
-        learning_rate: A float, or a schedule (what
-            `configure_learning_rate(..., None)` returns).
-        **flags: TF-Slim's flags by name, each defaulting to TF-Slim's
-            default: `optimizer` (one of `OPTIMIZERS`, default
-            `"rmsprop"`), the optimizer flags of `OPTIMIZER_FLAGS`
-            (`opt_epsilon`, `adam_beta1`, `rmsprop_decay`, ...), and
-            `moving_average_decay` (a float keeps a moving average of the
-            weights as TF-Slim's `ExponentialMovingAverage(decay,
-            num_updates=global_step)`: Keras's `use_ema` with that
-            `ema_momentum`, warmed up by
-            `keras_slim.moving_averages.warm_up`; default `None`).
-
-    Returns:
-        A `keras_slim.optimizers` optimizer.
-
-    Raises:
-        TypeError: for a flag name TF-Slim's helper does not read.
-        ValueError: for an `optimizer` not in `OPTIMIZERS`, or a flag
-            value the optimizer refuses (a negative rate, a decay outside
-            [0, 1], ...).
-
-    Example:
-    ```python
-    from keras_slim.image import optimization
-
-    rate = optimization.configure_learning_rate(1281167, None)
-    optimizer = optimization.configure_optimizer(rate, optimizer="adam")
-    ```
-    """
-    f = _with_defaults(flags, _OPTIMIZER_DEFAULTS, "configure_optimizer")
-    cls, arguments = _arguments(f)
-    fixed = _OPTIMIZER_ARGUMENTS[f["optimizer"]][2]
-    ema = {}
-    if f["moving_average_decay"] is not None:
-        ema = {"use_ema": True, "ema_momentum": f["moving_average_decay"]}
-    k = f["gradient_accumulation_steps"]
-    if not checks.is_int(k) or k < 1:
-        raise checks.invalid(
-            "gradient_accumulation_steps", k, "a positive integer"
-        )
-    if k > 1:
-        ema["gradient_accumulation_steps"] = int(k)
-    values = {arg: value for arg, (_, value) in arguments.items()}
-    optimizer = cls(learning_rate, **values, **fixed, **ema)
-    if f["moving_average_decay"] is not None:
-        # TF-Slim's ExponentialMovingAverage(decay, global_step).
-        moving_averages.warm_up(optimizer)
-    return optimizer
-
-
-#: Each `--optimizer`: its `keras_slim.optimizers` class, the flag of each
-#: argument TF-Slim gives its TF1 class, and fixed arguments. Building and
-#: `describe_optimizer` read this one table.
-_OPTIMIZER_ARGUMENTS = {
-    "adadelta": (
-        optimizers.Adadelta,
-        {"rho": "adadelta_rho", "epsilon": "opt_epsilon"},
-        {},
-    ),
-    "adagrad": (
-        optimizers.Adagrad,
-        {"initial_accumulator_value": "adagrad_initial_accumulator_value"},
-        {},
-    ),
-    "adam": (
-        optimizers.Adam,
-        {
-            "beta1": "adam_beta1",
-            "beta2": "adam_beta2",
-            "epsilon": "opt_epsilon",
-        },
-        {},
-    ),
-    "ftrl": (
-        optimizers.Ftrl,
-        {
-            "learning_rate_power": "ftrl_learning_rate_power",
-            "initial_accumulator_value": "ftrl_initial_accumulator_value",
-            "l1_regularization_strength": "ftrl_l1",
-            "l2_regularization_strength": "ftrl_l2",
-        },
-        {},
-    ),
-    "momentum": (
-        optimizers.Momentum,
-        {"momentum": "momentum"},
-        {"name": "Momentum"},
-    ),
-    "rmsprop": (
-        optimizers.RMSProp,
-        {
-            "decay": "rmsprop_decay",
-            "momentum": "rmsprop_momentum",
-            "epsilon": "opt_epsilon",
-        },
-        {},
-    ),
-    "sgd": (optimizers.GradientDescent, {}, {}),
-}
-
-
-def _arguments(f):
-    """`(class, {argument: (flag, value)})` of the flags' optimizer."""
-    name = _one_of("optimizer", f["optimizer"], OPTIMIZERS)
-    cls, flag_of, _ = _OPTIMIZER_ARGUMENTS[name]
-    return cls, {arg: (flag, f[flag]) for arg, flag in flag_of.items()}
-
-
-def describe_optimizer(**flags):
-    """The optimizer `configure_optimizer(rate, **flags)` builds, in words.
-
-    The class and each argument with the flag that gives it, as TF-Slim's
-    TF1 optimizer takes it; then Keras's moving average and gradient
-    accumulation when the flags set them.
-
-    Args:
-        **flags: The flags `configure_optimizer` takes, by name.
-
-    Returns:
-        One line, such as `"rmsprop: RMSProp(decay=0.9 --rmsprop_decay,
-        momentum=0.9 --rmsprop_momentum, epsilon=1.0 --opt_epsilon)"`.
-
-    Raises:
-        TypeError: for a flag name TF-Slim's helper does not read.
-        ValueError: for an `optimizer` not in `OPTIMIZERS`.
-
-    Example:
-    ```python
-    from keras_slim.image import optimization
-
-    print(optimization.describe_optimizer(optimizer="adam"))
-    # adam: Adam(beta1=0.9 --adam_beta1, beta2=0.999 --adam_beta2,
-    #   epsilon=1.0 --opt_epsilon)
-    ```
-    """
-    f = _with_defaults(flags, _OPTIMIZER_DEFAULTS, "describe_optimizer")
-    cls, arguments = _arguments(f)
-    said = ", ".join(
-        f"{arg}={value!r} --{flag}" for arg, (flag, value) in arguments.items()
-    )
-    text = f"{f['optimizer']}: {cls.__name__}({said})"
-    if f["moving_average_decay"] is not None:
-        text += (
-            f"; moving average of the weights, decay "
-            f"min({f['moving_average_decay']!r} --moving_average_decay, "
-            "(1 + step) / (10 + step))"
-        )
-    return text
-
-
-def _positive(name, value):
-    if not _is_number(value) or not 0 < value < math.inf:
-        raise checks.invalid(name, value, "a positive number")
-    return value
-
-
-def _non_negative(name, value):
-    if not _is_number(value) or not 0 <= value < math.inf:
-        raise checks.invalid(name, value, "a non-negative number")
-    return value
-
-
-def _is_number(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
 
 def _check_step_flags(num_samples_per_epoch, f):
     """The flags that count steps, checked."""
@@ -343,7 +70,9 @@ def _decay_steps(num_samples_per_epoch, f):
     batch_size)`, then divided (true division: a float) by
     `replicas_to_aggregate` when `sync_replicas`."""
     _check_step_flags(num_samples_per_epoch, f)
-    epochs = _positive("num_epochs_per_decay", f["num_epochs_per_decay"])
+    epochs = checks.positive_number(
+        "num_epochs_per_decay", f["num_epochs_per_decay"]
+    )
     steps = _epoch_steps(num_samples_per_epoch, epochs, f)
     if steps == 0:
         raise ValueError(
@@ -388,9 +117,9 @@ class DecaySchedule:
 
     Example:
     ```python
-    from keras_slim.image import optimization
+    from keras_slim.image import learning_rate
 
-    schedule = optimization.DecaySchedule.from_flags(1000, batch_size=100)
+    schedule = learning_rate.DecaySchedule.from_flags(1000, batch_size=100)
     schedule.decay_steps  # 20 = int(1000 * 2.0 / 100)
     schedule.describe()
     # 'exponential: 0.01 x 0.94 every 2 epochs = 20 steps (staircase)'
@@ -427,15 +156,17 @@ class DecaySchedule:
             TypeError: for a flag not in `LEARNING_RATE_FLAGS`.
             ValueError: as `configure_learning_rate`.
         """
-        f = _with_defaults(
+        f = with_defaults(
             flags, LEARNING_RATE_FLAGS, "DecaySchedule.from_flags"
         )
-        kind = _one_of(
+        kind = checks.one_of(
             "learning_rate_decay_type",
             f["learning_rate_decay_type"],
             DECAY_TYPES,
         )
-        rate = float(_positive("learning_rate", f["learning_rate"]))
+        rate = float(
+            checks.positive_number("learning_rate", f["learning_rate"])
+        )
         warmup = _warmup_steps(num_samples_per_epoch, f)
         counted = {
             "num_samples_per_epoch": num_samples_per_epoch,
@@ -462,14 +193,14 @@ class DecaySchedule:
         steps = _decay_steps(num_samples_per_epoch, f)
         if kind == "exponential":
             decay = {
-                "decay_factor": _positive(
+                "decay_factor": checks.positive_number(
                     "learning_rate_decay_factor",
                     f["learning_rate_decay_factor"],
                 )
             }
         else:
             decay = {
-                "end_learning_rate": _non_negative(
+                "end_learning_rate": checks.non_negative_number(
                     "end_learning_rate", f["end_learning_rate"]
                 )
             }
@@ -626,15 +357,15 @@ def configure_learning_rate(num_samples_per_epoch, global_step, **flags):
 
     Example:
     ```python
-    from keras_slim.image import optimization
+    from keras_slim.image import learning_rate
 
-    schedule = optimization.configure_learning_rate(
+    schedule = learning_rate.configure_learning_rate(
         1000, None, batch_size=100, learning_rate_decay_factor=0.5
     )
     schedule(20)  # 0.01 * 0.5: a decay every 1000 * 2.0 / 100 steps
     ```
     """
-    f = _with_defaults(flags, LEARNING_RATE_FLAGS, "configure_learning_rate")
+    f = with_defaults(flags, LEARNING_RATE_FLAGS, "configure_learning_rate")
     rate = DecaySchedule.from_flags(num_samples_per_epoch, **f).build()
     if global_step is None:
         return rate
@@ -663,7 +394,7 @@ def _warmup_steps(num_samples_per_epoch, f):
     """The global steps of `warmup_epochs` (0 without warmup); raises for
     a warmup of 0 steps or one that does not end before
     `max_number_of_steps`."""
-    epochs = _non_negative("warmup_epochs", f["warmup_epochs"])
+    epochs = checks.non_negative_number("warmup_epochs", f["warmup_epochs"])
     if epochs == 0:
         return 0
     _check_step_flags(num_samples_per_epoch, f)
@@ -692,7 +423,9 @@ def _cosine_steps(rate, num_samples_per_epoch, f, warmup):
     """`(decay_steps, end_learning_rate)` of the cosine: from `rate` to
     `end_learning_rate` over the steps after the warmup up to
     `max_number_of_steps`, else over `num_epochs_per_decay` epochs."""
-    end = _non_negative("end_learning_rate", f["end_learning_rate"])
+    end = checks.non_negative_number(
+        "end_learning_rate", f["end_learning_rate"]
+    )
     if end > rate:
         raise ValueError(
             "Invalid value for argument `end_learning_rate`. Received: "

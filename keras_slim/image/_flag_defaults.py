@@ -1,0 +1,39 @@
+"""TF-Slim's flags as keyword arguments, each over TF-Slim's default.
+
+TF-Slim's helpers read `FLAGS`; their keras_slim versions
+(`optimizer.configure_optimizer`, `learning_rate.configure_learning_rate`)
+take the flags they read by name instead, any left out taking TF-Slim's
+default, and refuse a name TF-Slim's helper does not read (a typo would
+otherwise train with the default without a word).
+"""
+
+
+def with_defaults(given, defaults, function):
+    """The flags `given`, over `defaults`.
+
+    Args:
+        given: The flags passed, by name.
+        defaults: Every flag `function` reads, with TF-Slim's default.
+        function: The name of the function, for the message.
+
+    Returns:
+        A dict of every flag of `defaults`: the given value, else the
+        default.
+
+    Raises:
+        TypeError: for a name of `given` not in `defaults`, listing the
+            valid names.
+
+    Example:
+    ```python
+    f = with_defaults({"batch_size": 8}, {"batch_size": 32}, "configure")
+    f["batch_size"]  # 8
+    ```
+    """
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"{function}() got unknown flags {unknown}. Expected TF-Slim's "
+            f"flag names: {sorted(defaults)}."
+        )
+    return {**defaults, **given}
