@@ -91,6 +91,31 @@ def assert_gradient_not_finite(model, x, y):
     )
 
 
+def global_step(model_or_optimizer):
+    """The global step as an `int`: the optimizer's `iterations`.
+
+    keras_slim keeps no step counter of its own: its callbacks,
+    checkpoints and logs count this one.
+
+    Args:
+        model_or_optimizer: A compiled `keras.Model` (its `optimizer` is
+            read) or an optimizer.
+
+    Returns:
+        The optimizer's `iterations`, read on the host.
+
+    Example:
+    ```python
+    model.fit(x, y, epochs=1, steps_per_epoch=5, verbose=0)
+    assert global_step(model) == 5
+    ```
+    """
+    optimizer = model_or_optimizer
+    if isinstance(optimizer, keras.Model):
+        optimizer = optimizer.optimizer
+    return int(optimizer.iterations.numpy())
+
+
 def weights(model):
     return [v.numpy().copy() for v in model.weights]
 

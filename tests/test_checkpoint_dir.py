@@ -11,6 +11,7 @@ import pytest
 from keras_slim import _checkpoint_dir
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
+from tests.helpers import global_step
 
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
@@ -55,7 +56,7 @@ def test_a_damaged_state_file_restores_the_newest_file(
     caplog.set_level(logging.WARNING, logger="keras_slim")
     model, saver = rerun(tmp_path)
     assert saver.restored_path == str(tmp_path / "model.ckpt-30")
-    assert common.step(model) == 35
+    assert global_step(model) == 35
     assert "state file" in caplog.text
     # Nothing older was overwritten or lost; the new one is listed.
     assert indexes(tmp_path) == [
@@ -110,7 +111,7 @@ def test_a_replacement_a_kill_interrupted_is_settled(new, tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="keras_slim")
     model, saver = rerun(tmp_path)
     assert saver.restored_path == str(tmp_path / "model.ckpt-30")
-    assert common.step(model) == 35
+    assert global_step(model) == 35
     settled = "previous one is put back" if new == "partial" else "kept"
     assert f"replacing {tmp_path}/model.ckpt-30: " in caplog.text
     assert settled in caplog.text
@@ -132,7 +133,7 @@ def test_an_unreadable_newest_checkpoint_is_moved_aside(tmp_path, caplog):
     # The same fit again: it goes on from step 20 to its end, 30.
     model, saver = rerun(tmp_path, steps=30, every_n_steps=10)
     assert saver.restored_path == str(tmp_path / "model.ckpt-20")
-    assert common.step(model) == 30
+    assert global_step(model) == 30
     assert "cannot be restored" in caplog.text
     aside = sorted(p.name for p in tmp_path.glob("model.ckpt-30.*.damaged-*"))
     assert len(aside) == 2  # .index and .data: kept, not deleted
@@ -170,14 +171,14 @@ def test_a_directory_in_use_fails_before_the_first_step(tmp_path):
             RuntimeError, match=f"in use by process {holder.pid}"
         ):
             common.fit(model, data, 3, [Checkpoints(tmp_path)])
-        assert common.step(model) == 0
+        assert global_step(model) == 0
         assert indexes(tmp_path) == []
     finally:
         holder.kill()
         holder.wait()
     # The holder is gone: its lock is taken over.
     model, _ = rerun(tmp_path, steps=3)
-    assert common.step(model) == 3
+    assert global_step(model) == 3
     assert not (tmp_path / _checkpoint_dir.LOCK_NAME).exists()
 
 
@@ -194,6 +195,6 @@ def test_a_stale_lock_is_taken_over(tmp_path, caplog):
     )
     caplog.set_level(logging.WARNING, logger="keras_slim")
     model, _ = rerun(tmp_path, steps=2)
-    assert common.step(model) == 2
+    assert global_step(model) == 2
     assert "Taking over" in caplog.text
     assert not lock.exists()

@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
+from tests.helpers import global_step
 
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
@@ -52,15 +53,11 @@ def logistic_classifier(policy=None, learning_rate=1.0, seed=0):
     return model
 
 
-def step(model):
-    return int(model.optimizer.iterations.numpy())
-
-
 def test_train_with_none_as_logdir():
     model = logistic_classifier()
     loss = keras_slim.train(model, dataset(), logdir=None, number_of_steps=300)
     assert loss < 0.015
-    assert step(model) == 300
+    assert global_step(model) == 300
 
 
 def test_returns_the_loss_of_the_last_step_not_the_mean():
@@ -111,7 +108,7 @@ def test_resume_train_achieves_roughly_the_same_loss(tmp_path):
             **NO_SUMMARIES,
         )
         assert loss < 0.015
-        assert step(model) == number_of_steps
+        assert global_step(model) == number_of_steps
         assert tf.train.latest_checkpoint(str(tmp_path)).endswith(
             f"model.ckpt-{number_of_steps}"
         )
@@ -164,7 +161,7 @@ def test_train_with_init_from_checkpoint(tmp_path):
     )
     assert loss < 0.02
     # The optimizer state and global step are not restored.
-    assert step(model) == 1
+    assert global_step(model) == 1
 
 
 def test_train_with_init_from_fn_values():
@@ -234,14 +231,14 @@ def test_train_with_epoch_limit_stops_when_data_runs_out(tmp_path):
         model, dataset(repeat=300), logdir=str(tmp_path), **NO_SUMMARIES
     )
     assert loss < 0.015
-    assert step(model) == 300
+    assert global_step(model) == 300
     assert os.path.exists(tmp_path / "model.ckpt-300.index")
 
 
 def test_number_of_steps_beyond_finite_data():
     model = logistic_classifier()
     keras_slim.train(model, dataset(repeat=7), logdir=None, number_of_steps=100)
-    assert step(model) == 7
+    assert global_step(model) == 7
 
 
 def test_unknown_length_data_returns_the_last_loss():
@@ -252,7 +249,7 @@ def test_unknown_length_data_returns_the_last_loss():
     reference = logistic_classifier()
     keras_slim.train(reference, dataset(), logdir=None, number_of_steps=5)
     expected = float(reference.compute_loss(x, y, reference(x)).numpy())
-    assert step(model) == 6
+    assert global_step(model) == 6
     assert loss == pytest.approx(expected, abs=1e-6)
 
 
@@ -262,10 +259,10 @@ def test_arrays_with_a_batch_size():
     keras_slim.train(
         model, (x, y), batch_size=8, logdir=None, number_of_steps=5
     )
-    assert step(model) == 5
+    assert global_step(model) == 5
     once = logistic_classifier()
     keras_slim.train(once, (x, y), batch_size=8, logdir=None)
-    assert step(once) == 2
+    assert global_step(once) == 2
 
 
 def test_already_at_number_of_steps_runs_nothing(tmp_path):
@@ -285,7 +282,7 @@ def test_already_at_number_of_steps_runs_nothing(tmp_path):
         **NO_SUMMARIES,
     )
     assert loss is None
-    assert step(model) == 3
+    assert global_step(model) == 3
 
 
 def nan_dataset(bad_step, total):
@@ -330,7 +327,7 @@ def test_fail_on_nan_loss_false_goes_on(tmp_path):
     )
     assert np.isfinite(loss)
     # The skipped step 5 is a step: 10 batches, 10 steps.
-    assert step(model) == 10
+    assert global_step(model) == 10
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-10")
 
 
@@ -348,7 +345,7 @@ def test_startup_delay_without_parameter_servers_is_an_error(is_chief):
             startup_delay_steps=5,
             is_chief=is_chief,
         )
-    assert step(model) == 0
+    assert global_step(model) == 0
 
 
 def test_non_chief_writes_no_checkpoint_summary_or_trace(tmp_path):
@@ -418,7 +415,7 @@ def test_bad_arguments_fail_before_any_step(kwargs, error, message, tmp_path):
     model = logistic_classifier()
     with pytest.raises(error, match=message):
         keras_slim.train(model, dataset(), **kwargs)
-    assert step(model) == 0
+    assert global_step(model) == 0
 
 
 def test_arrays_need_a_batch_size():
@@ -568,7 +565,7 @@ def test_empty_data_is_an_error_before_any_file(tmp_path):
     with pytest.raises(ValueError, match="yielded no batch, so no step ran"):
         keras_slim.train(model, unknown, logdir=str(logdir), **NO_SUMMARIES)
     assert not list(logdir.glob("model.ckpt*"))
-    assert step(model) == 0
+    assert global_step(model) == 0
 
 
 def test_x_and_y_of_different_lengths_name_both(tmp_path):
@@ -596,7 +593,7 @@ def test_a_bad_learning_rate_fails_before_the_first_step(tmp_path, rate):
         keras_slim.train(
             model, dataset(), logdir=str(tmp_path), number_of_steps=2
         )
-    assert step(model) == 0
+    assert global_step(model) == 0
     assert not list(tmp_path.glob("model.ckpt*"))
 
 
@@ -614,17 +611,17 @@ def test_steps_is_relative_number_of_steps_absolute(tmp_path):
     keras_slim.train(
         model, dataset(), logdir=str(tmp_path), steps=4, **NO_SUMMARIES
     )
-    assert step(model) == 4
+    assert global_step(model) == 4
     keras_slim.train(
         model, dataset(), logdir=str(tmp_path), steps=3, **NO_SUMMARIES
     )
-    assert step(model) == 7
+    assert global_step(model) == 7
     # A new process's model resumes at 7, then runs 3 more.
     rerun = logistic_classifier()
     keras_slim.train(
         rerun, dataset(), logdir=str(tmp_path), steps=3, **NO_SUMMARIES
     )
-    assert step(rerun) == 10
+    assert global_step(rerun) == 10
     # number_of_steps is where to stop: a rerun past it runs nothing.
     keras_slim.train(
         rerun,
@@ -633,7 +630,7 @@ def test_steps_is_relative_number_of_steps_absolute(tmp_path):
         number_of_steps=np.int64(10),
         **NO_SUMMARIES,
     )
-    assert step(rerun) == 10
+    assert global_step(rerun) == 10
     with pytest.raises(ValueError, match="Cannot provide both `steps`"):
         keras_slim.train(
             rerun, dataset(), logdir=None, steps=2, number_of_steps=20
@@ -652,7 +649,7 @@ def test_numpy_integers_are_accepted_and_errors_name_the_argument(tmp_path):
         keep_checkpoint_max=np.int64(2),
         **NO_SUMMARIES,
     )
-    assert step(model) == 3
+    assert global_step(model) == 3
     assert checkpoint_steps(tmp_path) == [2, 3]
     with pytest.raises(
         ValueError, match=r"Received: number_of_steps=np.int64\(-3\)"

@@ -16,6 +16,7 @@ import keras_slim
 from keras_slim import _keras
 from keras_slim import moving_averages
 from tests import tf_slim_peer
+from tests.helpers import global_step
 from tests.optimizer_problem import INITIAL
 from tests.optimizer_problem import X
 from tests.optimizer_problem import Y
@@ -84,7 +85,7 @@ class ReadAverages(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         optimizer = self.model.optimizer
         pairs = _keras.moving_averages(optimizer)
-        step = int(optimizer.iterations.numpy())
+        step = global_step(optimizer)
         self.by_step[step] = [np.array(a.numpy()) for _, a in pairs]
 
 
@@ -156,7 +157,7 @@ def test_a_run_continued_to_a_higher_step_goes_on_as_tf1s(
     first = train(model(0.999), tmp_path, 10)
     again = model(0.999)  # restores step 10's weights and averages
     rest = train(again, tmp_path, STEPS)
-    assert int(again.optimizer.iterations.numpy()) == STEPS
+    assert global_step(again) == STEPS
     assert sorted(first) == list(range(1, 11))
     assert max(rest) == STEPS
     # Step 10's averages as restored, then those of steps 11 to 24.

@@ -17,6 +17,7 @@ import keras_slim
 from keras_slim import _signals
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
+from tests.helpers import global_step
 from tests.processes import reaching
 from tests.processes import watched
 from tests.test_resume import ENV
@@ -101,5 +102,5 @@ def test_handlers_come_back_after_fit(kind, tmp_path):
     assert info.value.step == 5
     assert info.value.signal_name == "SIGTERM"
     assert info.value.checkpoint == str(pathlib.Path(tmp_path) / "model.ckpt-5")
-    assert common.step(model) == 5
+    assert global_step(model) == 5
     assert {n: signal.getsignal(n) for n in before} == before

@@ -19,6 +19,7 @@ from keras_slim.callbacks import StopAtStep
 from keras_slim.callbacks import WarmStart
 from keras_slim.callbacks._step_loss import records_step_losses
 from tests.callbacks import common
+from tests.helpers import global_step
 
 PACKAGE = pathlib.Path(keras_slim.__file__).parent
 
@@ -106,7 +107,7 @@ def test_a_run_at_its_target_runs_no_step_and_keeps_the_train_function(
     function = model.train_function
     before = [w.copy() for w in model.get_weights()]
     common.fit(model, data, 3, [StopAtStep(last_step=3)])
-    assert common.step(model) == 3
+    assert global_step(model) == 3
     for a, b in zip(before, model.get_weights()):
         np.testing.assert_array_equal(a, b)
     assert model.train_function is function

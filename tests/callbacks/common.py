@@ -36,10 +36,6 @@ def fit(model, data, steps, callbacks=(), epochs=1):
     )
 
 
-def step(model):
-    return int(model.optimizer.iterations.numpy())
-
-
 def loss_on(model, x, y):
     """The compiled loss of the current weights on (x, y), as a step sees it."""
     return float(model.compute_loss(x, y, model(x, training=True)).numpy())

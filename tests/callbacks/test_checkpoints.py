@@ -13,6 +13,7 @@ from keras_slim import _run
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import StopAtStep
 from tests.callbacks import common
+from tests.helpers import global_step
 from tests.helpers import max_abs_diff
 from tests.helpers import weights
 
@@ -80,7 +81,7 @@ def test_resume_equals_an_uninterrupted_run(kind, tmp_path):
     saver = Checkpoints(tmp_path)
     common.fit(second, data, 12, [saver])
     assert saver.restored_path == str(tmp_path / "model.ckpt-8")
-    assert common.step(second) == 20
+    assert global_step(second) == 20
     assert max_abs_diff(weights(second), weights(uninterrupted)) == 0.0
     assert steps_on_disk(tmp_path) == [5, 8, 20]
 
@@ -118,7 +119,7 @@ def test_restores_before_stop_at_step_in_any_order(tmp_path):
         verbose=0,
         callbacks=[StopAtStep(last_step=10), Checkpoints(tmp_path)],
     )
-    assert common.step(model) == 10
+    assert global_step(model) == 10
 
 
 def test_restore_false_starts_fresh(tmp_path):
@@ -126,7 +127,7 @@ def test_restore_false_starts_fresh(tmp_path):
     common.fit(common.model(), data, 6, [Checkpoints(tmp_path)])
     model = common.model()
     common.fit(model, data, 2, [Checkpoints(tmp_path, restore=False)])
-    assert common.step(model) == 2
+    assert global_step(model) == 2
 
 
 def test_non_trainable_state_is_saved(tmp_path):
@@ -194,7 +195,7 @@ def test_all_checkpoints_unreadable_is_an_error(tmp_path):
     model = common.model()
     with pytest.raises(RuntimeError, match="No checkpoint in .* can be"):
         common.fit(model, data, 1, [Checkpoints(tmp_path)])
-    assert common.step(model) == 0
+    assert global_step(model) == 0
 
 
 def test_unwritable_directory_fails_before_the_first_step(tmp_path):
@@ -205,7 +206,7 @@ def test_unwritable_directory_fails_before_the_first_step(tmp_path):
     before = weights(model)
     with pytest.raises(ValueError, match="checkpoints cannot be written"):
         common.fit(model, data, 3, [Checkpoints(blocker / "run")])
-    assert common.step(model) == 0
+    assert global_step(model) == 0
     assert max_abs_diff(weights(model), before) == 0.0
 
 
@@ -255,7 +256,7 @@ def test_under_mirrored_strategy_resume_is_exact(mirrored, tmp_path):
     with mirrored.scope():
         second = common.model()
     common.fit(second, data, 3, [Checkpoints(tmp_path)])
-    assert common.step(second) == 6
+    assert global_step(second) == 6
     assert max_abs_diff(weights(second), weights(reference)) < 1e-5
 
 
@@ -302,7 +303,7 @@ def test_moving_averages_resume_exactly(kind, tmp_path):
     assert not np.array_equal(saved, first.get_layer("fc1").kernel.numpy())
     second = ema_model()
     common.fit(second, data, 20, [Checkpoints(tmp_path)])
-    assert common.step(second) == 40
+    assert global_step(second) == 40
     assert max_abs_diff(weights(second), weights(straight)) == 0.0
 
 

@@ -19,6 +19,7 @@ import tensorflow as tf
 import keras_slim
 from keras_slim.callbacks import Checkpoints
 from tests.callbacks import common
+from tests.helpers import global_step
 from tests.helpers import max_abs_diff
 from tests.helpers import weights
 
@@ -87,7 +88,7 @@ class Before(keras.callbacks.Callback):
         self.at_step = at_step
 
     def on_train_batch_end(self, batch, logs=None):
-        if common.step(self.model) == self.at_step:
+        if global_step(self.model) == self.at_step:
             self.function()
 
     def on_train_end(self, logs=None):
@@ -113,7 +114,7 @@ def assert_resumes_from_2(directory, to_step=4):
     saver = Checkpoints(directory)
     common.fit(model, data, 2, [saver])
     assert saver.restored_path == str(directory / "model.ckpt-2")
-    assert common.step(model) == to_step
+    assert global_step(model) == to_step
     assert max_abs_diff(weights(model), weights(reference)) == 0.0
 
 

@@ -13,6 +13,7 @@ import pytest
 from keras_slim import callbacks as ks_callbacks
 from tests.callbacks import common
 from tests.callbacks.test_summaries import read_events
+from tests.helpers import global_step
 
 SETTINGS = {
     "keras": {"kind": "keras"},
@@ -59,10 +60,10 @@ def test_all_callbacks_together(setting, mirrored, tmp_path, caplog):
 
     model = build()
     model.fit(data, epochs=1, verbose=0, callbacks=services(8))
-    assert common.step(model) == 8
+    assert global_step(model) == 8
     resumed = build()
     resumed.fit(data, epochs=1, verbose=0, callbacks=services(16))
-    assert common.step(resumed) == 16
+    assert global_step(resumed) == 16
     assert common.all_finite(resumed)
     saved = sorted(os.listdir(tmp_path / "ckpt"))
     assert "model.ckpt-16.index" in saved

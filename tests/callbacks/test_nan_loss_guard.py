@@ -11,6 +11,7 @@ import tensorflow as tf
 import keras_slim
 from keras_slim.callbacks import NanLossGuard
 from tests.callbacks import common
+from tests.helpers import global_step
 
 
 def poisoned(bad_steps, n=64, total=12):
@@ -60,7 +61,7 @@ def test_fail_false_on_slim_model_skips_the_step_and_goes_on():
     model = common.model()
     model.fit(poisoned({3, 7}), verbose=0, callbacks=[NanLossGuard(False)])
     # Two steps were skipped: 12 batches, 12 steps, 10 updates.
-    assert common.step(model) == 12
+    assert global_step(model) == 12
     assert common.all_finite(model)
     # The skipped steps do not count in the reported loss.
     assert np.isfinite(model.history.history["loss"][0])
@@ -91,7 +92,7 @@ def test_fail_false_on_keras_model_goes_on_with_a_warning(caplog):
     caplog.set_level(logging.WARNING, logger="keras_slim")
     model = common.model("keras")
     model.fit(poisoned({5}), verbose=0, callbacks=[NanLossGuard(fail=False)])
-    assert common.step(model) == 12
+    assert global_step(model) == 12
     assert "at global step 5; the step was applied" in caplog.text
 
 
@@ -156,7 +157,7 @@ def test_an_applied_inf_step_is_never_saved(tmp_path, guard_first):
         verbose=0,
         callbacks=[keras_slim.callbacks.Checkpoints(tmp_path, restore=True)],
     )
-    assert common.step(rerun) == 8
+    assert global_step(rerun) == 8
     assert np.abs(rerun.get_weights()[0]).max() < 100
 
 
@@ -217,5 +218,5 @@ def test_a_nan_gradient_is_skipped_like_a_nan_loss_with_fail_false():
     )
     model = guarded_sqrt(keras_slim.SlimModel)
     model.fit(data, verbose=0, callbacks=[NanLossGuard(fail=False)])
-    assert common.step(model) == 3
+    assert global_step(model) == 3
     assert common.all_finite(model)

@@ -5,6 +5,7 @@ import pytest
 
 from keras_slim.callbacks import StopAtStep
 from tests.callbacks import common
+from tests.helpers import global_step
 from tests.helpers import weights
 
 
@@ -13,9 +14,9 @@ def test_num_steps_twice_gives_twice_the_steps(kind):
     _, _, data = common.full_batch()
     model = common.model(kind)
     model.fit(data, epochs=1, verbose=0, callbacks=[StopAtStep(num_steps=7)])
-    assert common.step(model) == 7
+    assert global_step(model) == 7
     model.fit(data, epochs=1, verbose=0, callbacks=[StopAtStep(num_steps=7)])
-    assert common.step(model) == 14
+    assert global_step(model) == 14
 
 
 @pytest.mark.parametrize("kind", ["slim", "keras"])
@@ -23,18 +24,18 @@ def test_last_step_a_second_call_runs_no_step(kind):
     _, _, data = common.full_batch()
     model = common.model(kind)
     model.fit(data, epochs=1, verbose=0, callbacks=[StopAtStep(last_step=9)])
-    assert common.step(model) == 9
+    assert global_step(model) == 9
     before = weights(model)
     history = model.fit(
         data, epochs=1, verbose=0, callbacks=[StopAtStep(last_step=9)]
     )
-    assert common.step(model) == 9
+    assert global_step(model) == 9
     for a, b in zip(before, weights(model)):
         np.testing.assert_array_equal(a, b)
     assert history.history == {}
     # The model trains again afterwards: the real train function is back.
     common.fit(model, data, 2)
-    assert common.step(model) == 11
+    assert global_step(model) == 11
 
 
 def test_last_step_across_epochs():
@@ -47,7 +48,7 @@ def test_last_step_across_epochs():
         verbose=0,
         callbacks=[StopAtStep(last_step=10)],
     )
-    assert common.step(model) == 10
+    assert global_step(model) == 10
     assert len(model.history.epoch) == 3
 
 
@@ -55,7 +56,7 @@ def test_steps_per_execution_stops_at_the_execution_boundary():
     _, _, data = common.full_batch()
     model = common.model(steps_per_execution=4)
     model.fit(data, epochs=1, verbose=0, callbacks=[StopAtStep(last_step=10)])
-    assert common.step(model) == 12
+    assert global_step(model) == 12
 
 
 def test_under_mirrored_strategy(mirrored):
@@ -63,7 +64,7 @@ def test_under_mirrored_strategy(mirrored):
     with mirrored.scope():
         model = common.model()
     model.fit(data, epochs=1, verbose=0, callbacks=[StopAtStep(num_steps=5)])
-    assert common.step(model) == 5
+    assert global_step(model) == 5
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from keras_slim.callbacks import WarmStart
 from tests import checkpoint_files as files
 from tests.callbacks.common import fit
 from tests.callbacks.common import full_batch
-from tests.callbacks.common import step
 from tests.helpers import compile_model
+from tests.helpers import global_step
 from tests.helpers import mlp
 
 KERAS_TO_SLIM = files.SLIM_NAME_MAP
@@ -25,7 +25,7 @@ class FirstStepValues(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         if not hasattr(self, "values"):
             self.values = files.values_of(self.model)
-            self.step = step(self.model)
+            self.step = global_step(self.model)
 
 
 def fresh(seed=2, **kwargs):
@@ -58,7 +58,7 @@ def test_tf1_slim_checkpoint_with_a_name_map(tf1):
         "mismatched": [],
     }
     # The checkpoint's global step (1234) is not restored.
-    assert step(model) == 2
+    assert global_step(model) == 2
 
 
 def test_name_map_as_a_callable(tf1):
@@ -92,7 +92,7 @@ def test_tf2_checkpoint_of_checkpoints_all_but_the_logits(tmp_path, source):
         np.testing.assert_array_equal(probe.values[path], head[path])
     assert warm.report["restored"] == ["fc1/bias", "fc1/kernel"]
     # The optimizer state is not restored: iterations count this run only.
-    assert step(model) == 2
+    assert global_step(model) == 2
 
 
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
@@ -124,7 +124,7 @@ def test_missing_variables_are_listed_before_any_step(tf1):
     for path in ("fc1/kernel", "fc1/bias", "logits/kernel", "logits/bias"):
         assert path in str(error.value)
     assert "ignore_missing=True" in str(error.value)
-    assert step(model) == 0
+    assert global_step(model) == 0
     files.assert_values(model, before)
 
 
@@ -150,7 +150,7 @@ def test_shape_mismatch_is_named_before_any_step(tmp_path, source):
         ValueError, match=r"logits/kernel: checkpoint \(16, 3\)"
     ):
         warm_fit(model, WarmStart(prefix))
-    assert step(model) == 0
+    assert global_step(model) == 0
     files.assert_values(model, before)
 
 
@@ -174,7 +174,7 @@ def test_a_path_that_does_not_exist_fails_before_any_step(tmp_path):
     missing = str(tmp_path / "no" / "model.ckpt-5")
     with pytest.raises(FileNotFoundError, match=missing):
         warm_fit(model, WarmStart(missing))
-    assert step(model) == 0
+    assert global_step(model) == 0
 
 
 @pytest.mark.parametrize("warm_first", [True, False])
@@ -317,7 +317,7 @@ def test_a_truncated_checkpoint_is_named_before_any_step(tf1, tmp_path):
         "damaged",
     ):
         warm_fit(model, WarmStart(prefix, name_map=KERAS_TO_SLIM))
-    assert step(model) == 0
+    assert global_step(model) == 0
 
 
 @pytest.mark.parametrize("name", ["random.weights.h5", "random.keras"])
@@ -329,4 +329,4 @@ def test_a_file_that_is_not_a_checkpoint_is_named(tmp_path, name):
         ValueError, match=f"The checkpoint '{path}' could not be read"
     ):
         warm_fit(model, WarmStart(str(path)))
-    assert step(model) == 0
+    assert global_step(model) == 0

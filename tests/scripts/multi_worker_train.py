@@ -32,6 +32,7 @@ from keras_slim import callbacks
 # The repository's root, for the model the tests share (tests/helpers.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import global_step  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
 out_dir, logdir, mode = sys.argv[1:4]
@@ -97,7 +98,7 @@ class StartStep(keras.callbacks.Callback):
     """Records the global step at train begin (after a restore)."""
 
     def on_train_begin(self, logs=None):
-        result["start_step"] = int(self.model.optimizer.iterations.numpy())
+        result["start_step"] = global_step(self.model)
 
 
 result = {"task": task, "is_chief": is_chief}

@@ -59,6 +59,7 @@ def main():
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
     import keras_slim
     from keras_slim import callbacks
+    from tests.helpers import global_step
 
     class PrintStep(callbacks.StepCallback):
         def on_train_batch_end(self, batch, logs=None):
@@ -95,7 +96,7 @@ def main():
     np.savez(
         args.out,
         w=model.get_layer("w").kernel.numpy(),
-        step=int(model.optimizer.iterations.numpy()),
+        step=global_step(model),
     )
 
 

@@ -29,6 +29,7 @@ from keras_slim.cluster import LocalCluster  # noqa: E402
 # The repository's root, for the model the tests share (tests/helpers.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import global_step  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
 parser = argparse.ArgumentParser()
@@ -138,7 +139,7 @@ with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
             model.fit(dataset_fn, verbose=0, **kwargs)
         except ValueError as error:
             result[f"error_{name}"] = str(error)
-    result["iterations_after_errors"] = int(model.optimizer.iterations.numpy())
+    result["iterations_after_errors"] = global_step(model)
     saver = callbacks.Checkpoints(args.logdir, every_n_steps=50)
     try:
         history = model.fit(
@@ -162,7 +163,7 @@ with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
     except RuntimeError as error:
         result["error"] = str(error)
     if "error" not in result:
-        result["iterations"] = int(model.optimizer.iterations.numpy())
+        result["iterations"] = global_step(model)
         result["loss_count"] = float(model._loss_tracker.count.numpy())
         result["devices"] = {v.path: v.value.device for v in model.variables}
         result["slot_devices"] = [
@@ -175,7 +176,7 @@ with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
         # Steps per scheduled call left to the model: 40 steps on 2
         # workers, log lines every 10 steps -> calls of 10.
         ends = CallEnds()
-        before = int(model.optimizer.iterations.numpy())
+        before = global_step(model)
         model.fit(
             dataset_fn,
             steps_per_epoch=40,
@@ -183,7 +184,7 @@ with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
             callbacks=[callbacks.LogEveryNSteps(10), ends],
         )
         result["auto_ends"] = ends.ends
-        result["auto_steps"] = int(model.optimizer.iterations.numpy()) - before
+        result["auto_steps"] = global_step(model) - before
         result["auto_after"] = model.steps_per_execution
     if args.then_train:
         with config.strategy().scope():
@@ -209,7 +210,7 @@ with LocalCluster(workers=2, ps=2, one_process=True, alone=alone) as cluster:
             # Worker 1 starts at global step 10 (TF-Slim's meaning).
             startup_delay_steps=10,
         )
-        result["train_iterations"] = int(fresh.optimizer.iterations.numpy())
+        result["train_iterations"] = global_step(fresh)
         result["train_moved"] = {
             v.path: float(np.max(np.abs(v.numpy() - initial[v.path])))
             for v in fresh.trainable_variables

@@ -43,6 +43,7 @@ import keras_slim  # noqa: E402
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tests.helpers import augmented  # noqa: E402
 from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import global_step  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
 keras.utils.set_random_seed(7)
@@ -131,4 +132,4 @@ except keras_slim.TrainingPreemptedError as error:
     print(f"preempted {error.step} {error.checkpoint}", flush=True)
     sys.exit(42)
 np.savez(OUT, *[v.numpy() for v in model.variables])
-print("done", int(model.optimizer.iterations.numpy()), flush=True)
+print("done", global_step(model), flush=True)

@@ -38,6 +38,7 @@ from keras_slim.cluster import LocalCluster  # noqa: E402
 # The repository's root, for the model the tests share (tests/helpers.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import global_step  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
 mode, out, logdir = sys.argv[1:4]
@@ -139,7 +140,7 @@ def mixed_average(config):
             float(np.max(np.abs(w - np.asarray(v))))
             for w, v in zip(initial, model.get_weights())
         ),
-        "iterations": int(model.optimizer.iterations.numpy()),
+        "iterations": global_step(model),
         "scales": [
             float(m.optimizer.dynamic_scale.numpy()) for m in (model, reference)
         ],
@@ -160,7 +161,7 @@ class Straggler(keras.callbacks.Callback):
         self.steps = {}
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = global_step(self.model)
         if step == self.pause_at:
             self.cluster.pause("worker", 2)
             self.steps["paused"] = step
@@ -236,9 +237,7 @@ with LocalCluster(
         reference = build()
         reference.fit(augmented(2 * BATCH).take(24), epochs=1, verbose=0)
         result["max_difference"] = max_difference(model, reference)
-        result["reference_iterations"] = int(
-            reference.optimizer.iterations.numpy()
-        )
+        result["reference_iterations"] = global_step(reference)
         result["mixed"] = mixed_average(config)
     else:
         straggler = Straggler(cluster, pause_at=5, resume_at=25)
@@ -254,7 +253,7 @@ with LocalCluster(
             callbacks=[straggler],
         )
         result["steps"] = straggler.steps
-    result["iterations"] = int(model.optimizer.iterations.numpy())
+    result["iterations"] = global_step(model)
     result["log"] = lines.lines
 with open(out, "w") as f:
     json.dump(result, f)
