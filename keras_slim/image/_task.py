@@ -146,46 +146,103 @@ def task(flags, *, split, batch_size, image_size, is_training):
     # entry in TF-Slim's map is its family's (tested).
     prep = flags.preprocessing_name or nets.preprocessing_name(model_name)
     if flags.dataset_dir is None:
-        if split not in DIGITS_SPLITS:
-            raise ValueError(
-                f"split name {split!r} was not recognized for the bundled "
-                f"digits. Expected one of {', '.join(map(repr, DIGITS_SPLITS))}"
-                " (--dataset_split_name)."
-            )
-        labels = flags.labels or list(range(10))
-        train, test = digits.load(flags.labels)
-        x, y = train if split == "train" else test
-        gray = model_name == "digits_cnn" or flags.use_grayscale
-        channels = 1 if gray else 3
-        convert = _digits_images(size, channels)
-        if is_training:
-            make = digits.dataset_fn(
-                x,
-                y,
-                batch_size,
-                len(labels),
-                augmentation=_augment.from_arguments(True, **_recipe(flags)),
-            )
-        else:
-
-            def make(input_context=None):
-                data = tf.data.Dataset.from_tensor_slices(
-                    (x, tf.one_hot(y, len(labels)))
-                )
-                return data.batch(batch_size)
-
-        def make_converted(input_context=None):
-            return make(input_context).map(convert)
-
-        return Task(
-            model_name,
-            size,
-            prep,
-            len(labels),
-            len(x),
-            make_converted,
-            channels,
+        return _digits_task(
+            flags,
+            split,
+            batch_size=batch_size,
+            size=size,
+            prep=prep,
+            is_training=is_training,
         )
+    return _files_task(
+        flags,
+        split,
+        batch_size=batch_size,
+        size=size,
+        prep=prep,
+        is_training=is_training,
+    )
+
+
+def _digits_task(flags, split, *, batch_size, size, prep, is_training):
+    """The `Task` of the bundled digits (no `--dataset_dir`).
+
+    Args:
+        flags: The parsed flags, as `task` takes them.
+        split: The split's name (one of `DIGITS_SPLITS`).
+        batch_size: The (global) batch size.
+        size: The image size the net takes.
+        prep: The preprocessing's name.
+        is_training: Whether the data is shuffled, repeated and augmented.
+
+    Returns:
+        A `Task`.
+
+    Raises:
+        ValueError: for a split the digits do not have.
+    """
+    model_name = flags.model_name
+    if split not in DIGITS_SPLITS:
+        raise ValueError(
+            f"split name {split!r} was not recognized for the bundled "
+            f"digits. Expected one of {', '.join(map(repr, DIGITS_SPLITS))}"
+            " (--dataset_split_name)."
+        )
+    labels = flags.labels or list(range(10))
+    train, test = digits.load(flags.labels)
+    x, y = train if split == "train" else test
+    gray = model_name == "digits_cnn" or flags.use_grayscale
+    channels = 1 if gray else 3
+    convert = _digits_images(size, channels)
+    if is_training:
+        make = digits.dataset_fn(
+            x,
+            y,
+            batch_size,
+            len(labels),
+            augmentation=_augment.from_arguments(True, **_recipe(flags)),
+        )
+    else:
+
+        def make(input_context=None):
+            data = tf.data.Dataset.from_tensor_slices(
+                (x, tf.one_hot(y, len(labels)))
+            )
+            return data.batch(batch_size)
+
+    def make_converted(input_context=None):
+        return make(input_context).map(convert)
+
+    return Task(
+        model_name,
+        size,
+        prep,
+        len(labels),
+        len(x),
+        make_converted,
+        channels,
+    )
+
+
+def _files_task(flags, split, *, batch_size, size, prep, is_training):
+    """The `Task` of a dataset read from `--dataset_dir`.
+
+    Args:
+        flags: The parsed flags, as `task` takes them.
+        split: The split's name (`--dataset_split_name`).
+        batch_size: The (global) batch size.
+        size: The image size the net takes.
+        prep: The preprocessing's name.
+        is_training: Whether the data is shuffled, repeated and augmented.
+
+    Returns:
+        A `Task`, whose files were checked (read) before it returns.
+
+    Raises:
+        ValueError: for a dataset directory that cannot be read (the
+            message names the file), a split the dataset does not have.
+    """
+    model_name = flags.model_name
 
     def load(seed=0):
         return datasets.load(

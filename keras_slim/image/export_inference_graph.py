@@ -66,6 +66,19 @@ def parser():
     """
     p = _flag_parser.FlagParser("keras-slim-export", __doc__.split("\n\n")[0])
     add = p.add
+    _add_model_flags(add)
+    _add_output_flags(add)
+    _flags.add_inference_average_flag(add)
+    _flags.add_logging_flags(add)
+    return p
+
+
+def _add_model_flags(add):
+    """Adds the net's flags: which net, its input, its classes.
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
     add(
         "model_name",
         "digits_cnn",
@@ -107,6 +120,15 @@ def parser():
         "a background class for the ImageNet dataset.",
         parse=_flag_types.non_negative_int,
     )
+
+
+def _add_output_flags(add):
+    """Adds what is written and what it is made from: the output file and
+    its format's options, the dataset's directory, the checkpoint.
+
+    Args:
+        add: The command's `FlagParser.add`.
+    """
     add(
         "output_file",
         "",
@@ -164,9 +186,6 @@ def parser():
         "of TF-Slim, as freeze_graph's --input_checkpoint (default: the "
         "net's initial weights, as TF-Slim exported the graph alone).",
     )
-    _flags.add_inference_average_flag(add)
-    _flags.add_logging_flags(add)
-    return p
 
 
 def output_format(output_file):
