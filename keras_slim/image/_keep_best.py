@@ -5,7 +5,7 @@ import logging
 from keras_slim import training_state
 from keras_slim.callbacks import StepCallback
 from keras_slim.image import _task
-from keras_slim.image import eval_image_classifier
+from keras_slim.image import evaluation
 
 _LOG = logging.getLogger("keras_slim")
 
@@ -37,7 +37,7 @@ class KeepBest(StepCallback):
         super().__init__()
         self.keeper = keeper
         self.network = network
-        self.evaluator = eval_image_classifier.Evaluator(network)
+        self.evaluator = evaluation.Evaluator(network)
         self.task = task
         self._seen = None
 

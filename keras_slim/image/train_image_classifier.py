@@ -69,7 +69,7 @@ from keras_slim.image import _keep_best
 from keras_slim.image import _run_summary
 from keras_slim.image import _task
 from keras_slim.image import datasets
-from keras_slim.image import eval_image_classifier
+from keras_slim.image import evaluation
 from keras_slim.image import learning_rate
 from keras_slim.image import nets
 from keras_slim.image import optimizer as optimizer_lib
@@ -326,7 +326,7 @@ def _held_out(model, flags, task):
     """The accuracy on the held-out split, printed at the end of training."""
     if flags.moving_average_decay:
         model.optimizer.finalize_variable_values(model.trainable_variables)
-    results = eval_image_classifier.evaluate(model, task.make_dataset(None))
+    results = evaluation.evaluate(model, task.make_dataset(None))
     return results["accuracy"], results["count"]
 
 

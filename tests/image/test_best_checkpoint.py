@@ -17,6 +17,7 @@ from keras_slim import checkpoints
 from keras_slim import training_state
 from keras_slim.image import _best_checkpoint
 from keras_slim.image import eval_image_classifier as eval_cli
+from keras_slim.image import evaluation
 from keras_slim.image import nets
 from keras_slim.image import train_image_classifier as train_cli
 from tests.checkpoint_files import slim_values
@@ -70,7 +71,7 @@ def _reference(prefix, task):
     net = nets.build("digits_cnn", 10)
     step, averaged = training_state.restore_for_inference(net, prefix)
     assert averaged  # --moving_average_decay: the averages are evaluated
-    return step, eval_cli.evaluate(net, task.make_dataset(None))["accuracy"]
+    return step, evaluation.evaluate(net, task.make_dataset(None))["accuracy"]
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +200,7 @@ def test_loss_is_kept_lower_better(accuracies, held_out, tmp_path):
     results = {}
     keeper = _best_checkpoint.BestCheckpoint.open(tmp_path, metric="loss")
     net = nets.build("digits_cnn", 10)
-    evaluate = eval_cli.Evaluator(net)  # traced once, for each restore
+    evaluate = evaluation.Evaluator(net)  # traced once, for each restore
     for prefix in accuracies:
         step, _ = training_state.restore_for_inference(net, prefix)
         results[prefix] = evaluate(held_out.make_dataset(None))

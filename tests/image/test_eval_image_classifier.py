@@ -14,6 +14,7 @@ from keras_slim import checkpoints
 from keras_slim import training_state
 from keras_slim.image import datasets
 from keras_slim.image import eval_image_classifier as eval_cli
+from keras_slim.image import evaluation
 from keras_slim.image import nets
 from keras_slim.image import train_image_classifier as train_cli
 from tests.callbacks.test_summaries import read_events
@@ -199,7 +200,7 @@ def test_fine_tune_then_evaluate_a_tf_slim_checkpoint(slim, dataset, capsys):
         is_training=False,
         preprocessing_name="inception",
     )
-    expected = eval_cli.evaluate(model, images.dataset)["accuracy"]
+    expected = evaluation.evaluate(model, images.dataset)["accuracy"]
     assert accuracy == pytest.approx(expected, abs=1e-6)
 
 
@@ -524,14 +525,14 @@ def test_an_evaluator_reuses_its_step_and_starts_afresh():
         logits = net.predict(images, verbose=0)
         return np.mean(logits.argmax(1) == labels.argmax(1))
 
-    evaluator = eval_cli.Evaluator(model)
+    evaluator = evaluation.Evaluator(model)
     for images, labels in (first, second, first):
         data = tf.data.Dataset.from_tensor_slices((images, labels)).batch(4)
         results = evaluator(data)
         assert results["count"] == len(images)
         accuracy = expected(model, images, labels)
         assert results["accuracy"] == pytest.approx(accuracy)
-        assert results == eval_cli.evaluate(model, data)
+        assert results == evaluation.evaluate(model, data)
     # One trace per batch shape: 4, then the last batches of 2 and 3.
     assert evaluator.step.experimental_get_tracing_count() == 3
     gone = weakref.ref(model)
