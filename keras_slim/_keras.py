@@ -20,7 +20,6 @@ from keras.src.losses.loss import unscale_loss_for_distribution
 from keras.src.models.functional import Functional
 from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
-from keras.src.random.seed_generator import SeedGenerator
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 from tensorflow.python.data.experimental.ops import distribute
 from tensorflow.python.distribute import input_lib
@@ -41,6 +40,9 @@ __all__ = [
     "call_has_training_arg",
     "compute_loss",
     "dataset_external_state",
+    "dataset_functions",
+    "dataset_inputs",
+    "dataset_kind",
     "distribute_strategy_if_set",
     "flatten_layers",
     "has_keras_weight_decay",
@@ -51,12 +53,8 @@ __all__ = [
     "make_assign_add_atomic",
     "micro_step_counter",
     "moving_averages",
-    "random_transformation",
-    "rand_augment_chosen",
-    "rand_augment_ops",
     "optimizer_variable_index",
     "reduce_step_outputs_auto",
-    "StatelessSeeds",
     "replace_all_reduce_sum",
     "replace_update_step",
     "replace_weight_decay",
@@ -658,81 +656,61 @@ def schedule_at_optimizer_steps(optimizer):
     vars(optimizer)["_get_current_learning_rate"] = current_learning_rate
 
 
-# -- Random preprocessing layers ----------------------------------------
+# -- tf.data pipelines -------------------------------------------------
 
 
-class StatelessSeeds(SeedGenerator):
-    """A `keras.random.SeedGenerator` without a state variable: each
-    `next()` is `tf.random.experimental.stateless_fold_in(seed, n)` for
-    the `n`-th draw, so a layer's random ops in a `tf.data` map are
-    stateless functions of a seed tensor (`[seed, position]`): the
-    iterator's state can be saved and a resumed run draws what the
-    uninterrupted one drew. Keras's `draw_seed` refuses a tensor seed and
-    calls `next()` on a `SeedGenerator` (pinned); a real one's state is a
-    variable, a stateful op iterator checkpointing refuses.
+#: The attributes of a tf.data dataset holding the function it runs: a
+#: map's (`_MapDataset`, `_ParallelMapDataset`) and a filter's.
+_DATASET_FUNCTIONS = ("_map_func", "_predicate")
+
+
+def dataset_inputs(dataset):
+    """The datasets `dataset` reads (tf.data's `DatasetV2._inputs()`).
 
     Args:
-        seed: An int64 `[2]` tensor.
-    """
-
-    def __init__(self, seed):
-        # No `super().__init__()`: it makes the state variable.
-        self._seed = tf.cast(seed, tf.int64)
-        self._draws = 0
-
-    def next(self, ordered=True):
-        del ordered
-        self._draws += 1
-        return tf.random.experimental.stateless_fold_in(self._seed, self._draws)
-
-
-def random_transformation(layer, data, seeds):
-    """`layer.get_random_transformation(data, training=True, seed=seeds)`,
-    drawn from `seeds` also for layers that ignore that `seed` and draw
-    from their `generator` (`RandAugment`, for its choice of ops and its
-    sub-layers' draws: `_get_seed_generator` returns it; pinned).
-
-    Args:
-        layer: A Keras image preprocessing layer.
-        data: The images, batched.
-        seeds: A `StatelessSeeds`.
+        dataset: A `tf.data.Dataset`.
 
     Returns:
-        The layer's transformation.
+        A list of `tf.data.Dataset`s (empty for a source), or `None` when
+        tf.data cannot list them (a dataset class without `_inputs`, or
+        one raising `NotImplementedError`).
     """
-    before = layer.generator
-    layer.generator = seeds
     try:
-        return layer.get_random_transformation(data, training=True, seed=seeds)
-    finally:
-        layer.generator = before
+        return list(dataset._inputs())
+    except (AttributeError, NotImplementedError):
+        return None
 
 
-def rand_augment_chosen(layer, images, change):
-    """`RandAugment.transform_images(images, change)`, running only the
-    chosen operations: Keras's runs all 11 for each of the `num_ops` and
-    keeps one (tf.where). Reads the transformation's `layer_idxes` and
-    `transforms` (sub-layer attribute name -> its transformation)."""
-    names = list(change["transforms"])
+def dataset_functions(dataset):
+    """The concrete functions `dataset` runs on each element: its map's or
+    its filter's (tf.data's `_map_func` / `_predicate`, each a
+    `StructuredFunctionWrapper` whose `function` is concrete).
 
-    def branch(name):
-        sub = getattr(layer, name)
-        return lambda x: sub.transform_images(x, change["transforms"][name])
+    Args:
+        dataset: A `tf.data.Dataset`.
 
-    branches = [branch(name) for name in names]
-    for i in range(layer.num_ops):
-        index = change["layer_idxes"][i]
-        images = tf.switch_case(
-            index, [lambda f=f, x=images: f(x) for f in branches]
-        )
-        images = tf.cast(images, layer.compute_dtype)
-    return images
+    Returns:
+        A list of `ConcreteFunction`s, empty for a dataset that runs none.
+    """
+    return [
+        getattr(dataset, name).function
+        for name in _DATASET_FUNCTIONS
+        if getattr(dataset, name, None) is not None
+    ]
 
 
-def rand_augment_ops():
-    """The names of the operations `keras.layers.RandAugment` chooses from
-    (`RandAugment._AUGMENT_LAYERS`)."""
-    return tuple(keras.layers.RandAugment._AUGMENT_LAYERS)
+def dataset_kind(dataset):
+    """What kind of dataset `dataset` is: its tf.data class's name without
+    the leading `_` of tf.data's private classes (`_MapDataset`,
+    `_ParallelMapDataset`, `TensorSliceDataset`).
+
+    Args:
+        dataset: A `tf.data.Dataset`.
+
+    Returns:
+        The name, such as `"MapDataset"` or `"BatchDataset"`.
+    """
+    return type(dataset).__name__.lstrip("_")
 
 
 # -- Checkpoints and traces ---------------------------------------------

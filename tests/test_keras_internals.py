@@ -259,7 +259,9 @@ def test_epoch_loop_details_the_blocks_rely_on(mirrored):
 
 
 def test_only_keras_internals_module_imports_private_modules():
-    """`grep -rln "keras.src" keras_slim/` lists one file."""
+    """`grep -rln "keras.src" keras_slim/` lists the library's internals
+    module and the image app's (tests/image/test_keras_internals.py pins
+    that one's)."""
     import pathlib
 
     package = pathlib.Path(keras_slim.__file__).parent
@@ -270,7 +272,7 @@ def test_only_keras_internals_module_imports_private_modules():
         or "tensorflow.python" in p.read_text()
         or "tensorflow.core" in p.read_text()
     )
-    assert importers == ["_keras.py"]
+    assert importers == ["_keras.py", "image/_keras.py"]
 
 
 def test_every_name_of_the_internals_module_works():
@@ -478,61 +480,6 @@ def test_gradient_accumulation_internals():
     assert int(counter.numpy()) == 8
 
 
-def test_random_layers_draw_from_a_stateless_seed_tensor():
-    """Keras's `draw_seed` refuses a tensor seed and calls `next()` on a
-    `SeedGenerator`: `StatelessSeeds` (no state variable) is one, whose
-    draws are functions of its seed tensor. `RandAugment` ignores the
-    `seed` of `get_random_transformation` (it draws from its
-    `generator`): `random_transformation` sets that too."""
-    from keras.src.random.seed_generator import draw_seed
-
-    with pytest.raises(ValueError, match="Argument `seed` must be either"):
-        draw_seed(tf.constant([1, 2]))
-    seeds = _keras.StatelessSeeds(tf.constant([1, 2], tf.int64))
-    assert not hasattr(seeds, "state")
-    first = [draw_seed(seeds).numpy() for _ in range(2)]
-    again = _keras.StatelessSeeds(tf.constant([1, 2], tf.int64))
-    np.testing.assert_array_equal(first, [draw_seed(again) for _ in range(2)])
-    assert not np.array_equal(*first)
-
-    layer = keras.layers.RandAugment(value_range=(0, 1), num_ops=3)
-    images = tf.random.stateless_uniform([1, 8, 8, 3], [0, 1])
-
-    def ops(seed, through_keras_argument=False):
-        seeds = _keras.StatelessSeeds(tf.constant(seed, tf.int64))
-        if through_keras_argument:
-            change = layer.get_random_transformation(images, seed=seeds)
-        else:
-            change = _keras.random_transformation(layer, images, seeds)
-        return change["layer_idxes"].numpy().tolist()
-
-    drawn = {tuple(ops([0, k])) for k in range(8)}
-    assert [ops([0, k]) for k in range(8)] == [ops([0, k]) for k in range(8)]
-    assert len(drawn) > 1
-    # Keras's own argument leaves the draws to the layer's generator.
-    assert {tuple(ops([0, 0], True)) for _ in range(8)} != {tuple(ops([0, 0]))}
-    assert layer.generator is not None and hasattr(layer.generator, "state")
-    assert len(_keras.rand_augment_ops()) == 11
-
-
-def test_running_only_the_chosen_ops_is_keras_rand_augment():
-    """Keras's `transform_images` runs every operation and keeps the
-    chosen; running only the chosen gives its images."""
-    layer = keras.layers.RandAugment(value_range=(0, 255), factor=0.9)
-    images = np.random.default_rng(2).integers(0, 256, (1, 20, 20, 3))
-    images = tf.constant(images, tf.float32)
-    chosen = set()
-    for k in range(16):
-        seeds = _keras.StatelessSeeds(tf.constant([0, k], tf.int64))
-        change = _keras.random_transformation(layer, images, seeds)
-        chosen.update(change["layer_idxes"].numpy().tolist())
-        np.testing.assert_array_equal(
-            _keras.rand_augment_chosen(layer, images, change),
-            layer.transform_images(images, change),
-        )
-    assert len(chosen) >= 8  # most of the 11 operations
-
-
 def test_keras_takes_an_unread_dataset_as_distributed(mirrored):
     """`UnreadDataset`: Keras's data adapter takes it (a DistributedDataset
     by class name), counts its batches, and its epoch iterator neither
@@ -589,6 +536,39 @@ def test_the_moving_average_replacement():
     optimizer.build([variable])
     optimizer.apply([tf.constant([1.0, 1.0])], [variable])
     assert seen == ["start", 0]
+
+
+def test_tf_data_pipelines_walked_through_their_python_objects():
+    """tf.data's `_inputs()`, its maps' and filters' `_map_func` and
+    `_predicate`, and its private classes' names, as `_fit/input_options.py`
+    walks a pipeline."""
+    source = tf.data.Dataset.range(6)
+    mapped = source.map(lambda x: x * 2)
+    pipeline = mapped.filter(lambda x: x > 2).batch(2)
+    kinds = []
+    current = pipeline
+    while current is not None:
+        kinds.append(_keras.dataset_kind(current))
+        inputs = _keras.dataset_inputs(current)
+        assert len(inputs) <= 1
+        current = inputs[0] if inputs else None
+    assert kinds == [
+        "BatchDataset",
+        "FilterDataset",
+        "MapDataset",
+        "RangeDataset",
+    ]
+    assert _keras.dataset_inputs(source) == []
+    assert _keras.dataset_functions(source) == []
+    [function] = _keras.dataset_functions(mapped)
+    assert any("Mul" in op.type for op in function.graph.get_operations())
+    filtered = _keras.dataset_inputs(pipeline)[0]
+    [predicate] = _keras.dataset_functions(filtered)
+    assert predicate.graph.get_operations()
+    parallel = source.map(lambda x: x + 1, num_parallel_calls=2)
+    assert _keras.dataset_kind(parallel) == "ParallelMapDataset"
+    assert len(_keras.dataset_functions(parallel)) == 1
+    assert _keras.dataset_inputs(object()) is None
 
 
 def test_the_runtime_started_here():

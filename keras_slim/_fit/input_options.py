@@ -16,6 +16,8 @@ dataset are kept.
 
 import tensorflow as tf
 
+from keras_slim import _keras
+
 #: Dataset kinds (tf.data's classes, without their leading `_`) that only
 #: move tensors already in memory.
 CHEAP_DATASETS = frozenset(
@@ -52,13 +54,11 @@ _WORK = (
     "Random",
     "PartitionedCall",
 )
-# The attributes holding a dataset's function (tf.data's).
-_FUNCTIONS = ("_map_func", "_predicate")
 
 
 def walk(dataset):
     """Every dataset of `dataset`'s pipeline, once, with the functions it
-    runs, walked through its Python objects (tf.data's `_inputs()`).
+    runs, walked through its Python objects (`_keras.dataset_inputs`).
 
     Args:
         dataset: A `tf.data.Dataset`.
@@ -74,24 +74,19 @@ def walk(dataset):
         if id(current) in seen:
             continue
         seen.add(id(current))
-        functions = [
-            getattr(current, name).function
-            for name in _FUNCTIONS
-            if getattr(current, name, None) is not None
-        ]
-        found.append((current, functions))
-        try:
-            stack.extend(current._inputs())
-        except (AttributeError, NotImplementedError):
+        found.append((current, _keras.dataset_functions(current)))
+        inputs = _keras.dataset_inputs(current)
+        if inputs is None:
             return None
+        stack.extend(inputs)
     return found
 
 
 def is_cheap(dataset):
     """Whether `dataset` only moves tensors already in memory.
 
-    The pipeline is walked through its Python objects (tf.data's
-    `_inputs()`), not serialized: serializing would copy the tensors of an
+    The pipeline is walked through its Python objects (`walk`), not
+    serialized: serializing would copy the tensors of an
     in-memory dataset at every `fit`.
 
     Args:
@@ -108,7 +103,7 @@ def is_cheap(dataset):
     if pipeline is None:
         return False
     for current, functions in pipeline:
-        if type(current).__name__.lstrip("_") not in CHEAP_DATASETS:
+        if _keras.dataset_kind(current) not in CHEAP_DATASETS:
             return False
         if any(_works(function) for function in functions):
             return False

@@ -42,8 +42,8 @@ import numbers
 import keras
 import tensorflow as tf
 
-from keras_slim import _keras
 from keras_slim import checks
+from keras_slim.image import _keras
 
 #: timm's largest RandAugment magnitude: M / 10 is Keras's `factor`.
 MAX_MAGNITUDE = 10
