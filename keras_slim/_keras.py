@@ -48,7 +48,9 @@ __all__ = [
     "has_keras_weight_decay",
     "in_multi_worker_mode",
     "init_functional",
+    "inner_optimizer",
     "is_functional_call",
+    "loss_scale_optimizer",
     "loss_tracker",
     "make_assign_add_atomic",
     "micro_step_counter",
@@ -391,7 +393,7 @@ def moving_averages(optimizer):
     """The `(variable, moving average)` pairs of an optimizer built with
     `use_ema=True` (`_trainable_variables`, `_model_variables_moving_
     average`: Keras keeps them in two aligned lists), else `[]`."""
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    inner = inner_optimizer(optimizer)
     if not getattr(inner, "use_ema", False) or not inner.built:
         return []
     return list(
@@ -557,6 +559,25 @@ def _replace_method(optimizer, name, make_replacement):
     return replacement
 
 
+# -- The loss-scale wrapper ---------------------------------------------
+
+
+def inner_optimizer(optimizer):
+    """The optimizer that updates the variables: a `LossScaleOptimizer`'s
+    `inner_optimizer`, else `optimizer` itself (`None` stays `None`).
+
+    The one place keras_slim unwraps Keras's loss-scale wrapper."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def loss_scale_optimizer(optimizer):
+    """`optimizer` when it is Keras's loss-scale wrapper (it has an
+    `inner_optimizer`), else `None`."""
+    if hasattr(optimizer, "inner_optimizer"):
+        return optimizer
+    return None
+
+
 # -- Gradient accumulation ----------------------------------------------
 
 
@@ -564,8 +585,7 @@ def micro_step_counter(optimizer):
     """The variable counting every `apply` of an optimizer
     (`BaseOptimizer._iterations`): its public `iterations` is this one
     divided by `gradient_accumulation_steps` when that is set."""
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    return inner._iterations
+    return inner_optimizer(optimizer)._iterations
 
 
 def accumulators(optimizer, variables):

@@ -14,10 +14,10 @@ call from the next.
 
 import contextlib
 
-from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _signals
 from keras_slim import _strategy
+from keras_slim._step import accumulate
 
 # The one attribute keras_slim sets on a model: its current run, and who
 # started it (`_STARTED`, or the `params` of a plain model's fit).
@@ -162,7 +162,7 @@ class Run:
         once the steps in flight settled."""
         self.settle()
         optimizer = self.model.optimizer
-        k = _accumulation.steps(optimizer) or 1
+        k = accumulate.steps(optimizer) or 1
         return int(_keras.micro_step_counter(optimizer).numpy()), k
 
     def resumed(self, path):

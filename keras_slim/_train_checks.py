@@ -12,9 +12,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import _optimizer
+from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim import checks
+from keras_slim._step import apply
 from keras_slim.callbacks import WarmStart
 
 #: `train`'s defaults that mean "not asked for" when there is no logdir.
@@ -198,7 +199,7 @@ def _check_arrays(x, y):
 def _check_learning_rate(optimizer):
     """A learning rate that is not a finite number, or a constant one that
     is not positive, fails before the first step."""
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    inner = _keras.inner_optimizer(optimizer)
     configured = inner.get_config().get("learning_rate")
     try:
         value = float(keras.ops.convert_to_numpy(inner.learning_rate))
@@ -244,7 +245,7 @@ def checked(model, args):
             "loss)` before keras_slim.train."
         )
     # Before the learning rate, which a MultiOptimizer does not have.
-    _optimizer.check(model.optimizer)
+    apply.check(model.optimizer)
     _check_learning_rate(model.optimizer)
     _check_startup_delay(
         settings.startup_delay_steps, model.distribute_strategy

@@ -12,59 +12,23 @@ call, the data feed, the multi-step loops) is in `keras_slim/_fit/`; the
 Keras internals both use are in `keras_slim/_keras.py`.
 """
 
-import collections
 import functools
 import inspect
 
 import keras
 import tensorflow as tf
 
-from keras_slim import _accumulation
 from keras_slim import _fit
 from keras_slim import _keras
-from keras_slim import _loss_scale
-from keras_slim import _lr_multipliers
-from keras_slim import _optimizer
+from keras_slim import _step
 from keras_slim import _strategy
-from keras_slim import gradients as gradients_lib
 from keras_slim._fit import step_options
+from keras_slim._step import accumulate
+from keras_slim._step import apply
+from keras_slim._step import lr_factors
 from keras_slim.policy import GradientPolicy
 
 __all__ = ["SlimModel", "wrap"]
-
-
-class _Gate(
-    collections.namedtuple(
-        "_Gate", "finite error squares raises verdict loss_finite"
-    )
-):
-    """A step's numeric verdict: `finite` (a boolean tensor, or `None`
-    without a check), the assertion's `error` data when a non-finite step
-    fails (`None` when it is skipped), the gradients' squared norms the
-    clip stage reuses, whether the run raises on a non-finite step, the
-    verdict the step returns when XLA compiles it (`None` otherwise;
-    `keras_slim/_optimizer.py`), and, under a dynamic loss scale, whether
-    the loss alone is finite (a finite loss with a non-finite gradient is
-    an overflow; `None` otherwise)."""
-
-
-def _check_jit_compile(model):
-    """XLA compiles a whole step on one device: one local replica only."""
-    if not model.jit_compile:
-        return
-    try:
-        devices = model.distribute_strategy.extended.worker_devices
-    except RuntimeError:  # the default strategy: one device
-        return
-    if len(devices) > 1:
-        raise ValueError(
-            "Invalid value for argument `jit_compile`. Received: "
-            f"jit_compile={model.jit_compile!r} under a strategy with "
-            f"{len(devices)} replicas in this process "
-            f"({', '.join(devices)}). XLA compiles a step for one device, "
-            "so it needs one replica per process: compile with "
-            '`jit_compile=False` (or "auto", which picks it).'
-        )
 
 
 def _batch_size(x):
@@ -185,20 +149,15 @@ class SlimModel(keras.Model):
         """
         if self.train_function is not None and not force:
             return self.train_function
-        _check_jit_compile(self)
-        _optimizer.check(self.optimizer)
-        _accumulation.check(self)
-        _loss_scale.check(self)
-        if _accumulation.steps(self.optimizer) and self._step_loss is None:
+        _step.check(self)
+        if accumulate.steps(self.optimizer) and self._step_loss is None:
             # Kept across fits: a step may span two.
-            self._step_loss = _accumulation.StepLossMean(
-                self.distribute_strategy
-            )
+            self._step_loss = accumulate.StepLossMean(self.distribute_strategy)
         # A subclassed model may get its variables only when first traced.
         self._policy_plan = (
             self.gradient_policy.resolve(self) if self.variables else None
         )
-        _optimizer.install(self.optimizer)
+        apply.install(self.optimizer)
         self.train_function = _fit.TrainFunction(self)
         return self.train_function
 
@@ -292,7 +251,7 @@ class SlimModel(keras.Model):
         _fit.build_on_one_replica(self, iterator, data_batch)
 
     def train_step(self, data):
-        """One step: forward, loss, gradients, sum, policy, apply, metrics.
+        """One step: forward, loss, gradients, sum, the plan, metrics.
 
         Args:
             data: A batch, `(x, y, sample_weight)` in Keras's convention.
@@ -301,72 +260,32 @@ class SlimModel(keras.Model):
             The dict of metric results, as `keras.Model.train_step` returns.
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        options = self.step_options
-        y_pred, loss, grads, plan, activations = self._gradients(
-            x, y, sample_weight
+        with tf.GradientTape() as tape:
+            y_pred, activations = self._forward(x)
+            loss = _keras.compute_loss(self, x, y, y_pred, sample_weight)
+            scaled_loss = self.optimizer.scale_loss(loss)
+        plan = self.step_plan
+        grads = tape.gradient(scaled_loss, list(plan.variables))
+        grads, total_loss = _step.sum_across_replicas(
+            grads, loss if plan.checks else None
         )
-        grads, total_loss = _optimizer.sum_across_replicas(
-            grads, loss if plan.check_numerics else None
+        batch_size = _batch_size(x)
+        outcome = plan.update(
+            _step.Update(
+                grads,
+                total_loss,
+                replica_loss=loss,
+                batch_size=batch_size,
+                x=x,
+                activations=activations,
+            )
         )
-        if _accumulation.steps(self.optimizer):
-            if self._step_loss is not None:
-                self._step_loss.update(
-                    self.optimizer, _keras.unscale_loss(loss), _batch_size(x)
-                )
-            verdict = self._accumulate(
-                grads, total_loss, plan, options, x=x, activations=activations
-            )
-            finite = None
-            if total_loss is not None:
-                finite = tf.math.is_finite(total_loss)
-            self._track_loss(loss, _batch_size(x), finite)
-        else:
-            gate = self._gate(plan, grads, total_loss, options)
-            tracked = gate.finite
-            if gate.loss_finite is not None:
-                tracked = gate.loss_finite
-            self._track_loss(loss, _batch_size(x), tracked)
-            self._apply_summed(
-                grads, plan, options, gate, x=x, activations=activations
-            )
-            verdict = gate.verdict
+        self._track_loss(loss, batch_size, outcome.finite)
         logs = self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-        if verdict is None:
+        if outcome.verdict is None:
             return logs
         # Under XLA: the loop around the compiled step fails on it.
-        return {**logs, _optimizer.VERDICT: verdict}
-
-    def _accumulate(self, grads, total_loss, plan, options, *, x, activations):
-        """One micro-batch of an accumulating optimizer
-        (`keras_slim/_accumulation.py`): its summed gradients are added;
-        every `gradient_accumulation_steps`-th, their mean is gated, goes
-        through the policy and is applied, as one step's sum is.
-
-        Returns:
-            The deferred numeric verdict under XLA (a finite one on the
-            micro-steps that apply nothing), else `None`.
-        """
-
-        def update(means):
-            gate = self._gate(plan, means, total_loss, options)
-            self._apply_summed(
-                means, plan, options, gate, x=x, activations=activations
-            )
-            return gate.verdict
-
-        idle = None
-        if options.defer_check and options.raise_on_nonfinite:
-            if plan.check_numerics:
-                # `verdict`'s [finite, loss, squared norm] of a good step.
-                idle = functools.partial(tf.constant, [1.0, 0.0, 0.0])
-        return _accumulation.micro_step(
-            self.optimizer,
-            grads,
-            plan.variables,
-            loss=total_loss,
-            update=update,
-            idle=idle,
-        )
+        return {**logs, _step.VERDICT: outcome.verdict}
 
     def gradient_step(self, data):
         """The first half of a train step: forward, loss, summed gradients.
@@ -385,8 +304,13 @@ class SlimModel(keras.Model):
             gradient), and the loss summed likewise (the batch's mean).
         """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        y_pred, loss, grads, _, _ = self._gradients(x, y, sample_weight)
-        grads, total_loss = _optimizer.sum_across_replicas(grads, loss)
+        with tf.GradientTape() as tape:
+            y_pred, _ = self._forward(x)
+            loss = _keras.compute_loss(self, x, y, y_pred, sample_weight)
+            scaled_loss = self.optimizer.scale_loss(loss)
+        variables = list(self.step_plan.variables)
+        grads = tape.gradient(scaled_loss, variables)
+        grads, total_loss = _step.sum_across_replicas(grads, loss)
         # A non-finite loss is left out of the reported mean; the step that
         # aggregates it decides whether to skip or fail.
         self._track_loss(loss, _batch_size(x), tf.math.is_finite(total_loss))
@@ -394,7 +318,8 @@ class SlimModel(keras.Model):
         return grads, total_loss
 
     def apply_step(self, grads, loss):
-        """The second half of a train step: gate, policy, apply.
+        """The second half of a train step: the plan on aggregated
+        gradients.
 
         Applies gradients already aggregated (summed across replicas, or
         averaged over workers by a synchronous step) as `train_step` does:
@@ -405,28 +330,7 @@ class SlimModel(keras.Model):
                 in the order of `gradient_step`'s.
             loss: The scalar loss the gradients belong to.
         """
-        options = self.step_options
-        plan = self._plan()
-        grads = list(grads)
-        gate = self._gate(plan, grads, loss, options)
-        self._apply_summed(grads, plan, options, gate, x=None, activations=None)
-
-    def _gradients(self, x, y, sample_weight):
-        """Forward, loss, and the gradients of the policy's variables.
-
-        Returns:
-            `(y_pred, loss, grads, plan, activations)`; the plan is
-            resolved after the forward pass, which builds a subclassed
-            model's variables; `activations` are the layer outputs the
-            in-step summaries write (see `_forward`), or `None`.
-        """
-        with tf.GradientTape() as tape:
-            y_pred, activations = self._forward(x)
-            loss = _keras.compute_loss(self, x, y, y_pred, sample_weight)
-            scaled_loss = self.optimizer.scale_loss(loss)
-        plan = self._plan()
-        grads = tape.gradient(scaled_loss, list(plan.variables))
-        return y_pred, loss, grads, plan, activations
+        self.step_plan.update(_step.Update(list(grads), loss))
 
     def _forward(self, x):
         """`(y_pred, activations)`: the model's call, or, when in-step
@@ -452,67 +356,61 @@ class SlimModel(keras.Model):
         return step_options.DEFAULT
 
     @property
+    def step_plan(self):
+        """The `StepPlan` of the current run's update (`keras_slim/_step/`),
+        built when the step is first traced: the policy is resolved then,
+        after the forward pass that builds a subclassed model."""
+        function = self.train_function
+        if isinstance(function, _fit.TrainFunction):
+            return function.step_plan()
+        return self.make_step_plan(step_options.DEFAULT)
+
+    def make_step_plan(self, options):
+        """A new `StepPlan` for `options`, the policy resolved.
+
+        Args:
+            options: The run's `StepOptions`.
+
+        Returns:
+            The `StepPlan`.
+        """
+        return _step.build(self, options, self._plan())
+
+    def describe(self):
+        """The train step's update, stage by stage, and the policy's table.
+
+        Returns:
+            The text: the plan's stages in the order they run, then
+            `GradientPolicy.describe`'s table.
+
+        Raises:
+            ValueError: if the model is not compiled or not built.
+
+        Example:
+        ```python
+        print(model.describe())
+        # 1. gate        a non-finite loss or gradient fails the step
+        # 2. policy      select, multiply, clip: 4 variables trained
+        # 3. apply       SGD on the summed gradients
+        # ...
+        ```
+        """
+        if getattr(self, "optimizer", None) is None:
+            raise ValueError(
+                f"Model '{self.name}' is not compiled: its step has no "
+                "optimizer yet. Call `model.compile(...)` first."
+            )
+        table = self.gradient_policy.describe(self)
+        plan = self.step_plan.describe()
+        return f"{plan}\n\n{table}"
+
+    @property
     def records_step_losses(self):
         """Whether multi-step calls record each step's loss (not under
         parameter servers, whose scheduled calls record nothing): a
         callback reading single steps' losses then leaves the steps per
         call free."""
         return _strategy.mode(self.distribute_strategy).records_step_losses
-
-    def _gate(self, plan, grads, total_loss, options):
-        """The step's numeric check on summed gradients (see `_Gate`).
-
-        Once, on the sum: the same verdict on every replica. Under a
-        `LossScaleOptimizer` the gradients still carry the loss scale;
-        this check is the only one (see `_optimizer.apply_gradients`).
-        """
-        raises = options.raise_on_nonfinite
-        if not plan.check_numerics:
-            return _Gate(None, None, None, raises, None, None)
-        squares = None
-        present = [g for g in grads if g is not None]
-        if present:
-            squares = gradients_lib.squared_norms(present)
-        finite, error = _optimizer.numeric_check(total_loss, squares)
-        loss_finite = None
-        if _loss_scale.dynamic(self.optimizer) is not None:
-            loss_finite = tf.math.is_finite(total_loss)
-        verdict = None
-        if raises and options.defer_check:
-            checked = finite if loss_finite is None else loss_finite
-            verdict = _optimizer.verdict(checked, error)
-        return _Gate(
-            finite,
-            error if raises else None,
-            squares,
-            raises,
-            verdict,
-            loss_finite,
-        )
-
-    def _apply_summed(self, grads, plan, options, gate, *, x, activations):
-        """Policy, in-step summaries and the gated update."""
-        grads = plan.apply(
-            grads,
-            scale=_optimizer.loss_scale(self.optimizer),
-            squares=gate.squares,
-        )
-        if options.step_summaries is not None:
-            options.step_summaries(self, x, grads, plan.variables, activations)
-        with _lr_multipliers.scaled(
-            self.optimizer, plan.variables, plan.lr_multipliers
-        ):
-            _optimizer.apply_gradients(
-                self.optimizer,
-                grads,
-                plan.variables,
-                gate.finite,
-                gate.error,
-                options.skipped_steps,
-                deferred=gate.verdict is not None,
-                loss_finite=gate.loss_finite,
-                overflows=options.overflow_steps,
-            )
 
     def _track_loss(self, loss, batch_size, finite):
         """Reports the step's loss as the built-in train step does.
@@ -537,7 +435,7 @@ class SlimModel(keras.Model):
             # train what this one freezes, and outside the NaN `cond`.
             self.optimizer.build(self.trainable_variables)
         if self._policy_plan.lr_multipliers is not None:
-            _lr_multipliers.check(self.optimizer)
+            lr_factors.check(self.optimizer)
         return self._policy_plan
 
     def get_config(self):

@@ -71,7 +71,7 @@ def warm_up(optimizer):
     model.compile(optimizer=optimizer, loss="mse")
     ```
     """
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    inner = _keras.inner_optimizer(optimizer)
     if not getattr(inner, "use_ema", False):
         raise ValueError(
             "Invalid value for argument `optimizer`. Received: "

@@ -13,7 +13,7 @@ the order TF-Slim used, after the gradients were summed across replicas:
 3. `clip`: `clip_norm` per tensor, or `clip_global_norm` over all of them.
 
 Then the optimizer applies them, at a learning rate scaled per variable by
-`lr_multipliers` and `layer_decay` (`keras_slim/_lr_multipliers.py`): the
+`lr_multipliers` and `layer_decay` (`keras_slim/_step/lr_factors.py`): the
 update of a variable with learning-rate multiplier `m` is the optimizer's
 own at `learning_rate * m`, which a gradient multiplier is not under Adam
 or RMSProp.

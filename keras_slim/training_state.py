@@ -117,7 +117,7 @@ def _build_moving_averages(model):
     built yet (on the trainable variables, as the train step does), so
     that every checkpoint holds the averages."""
     optimizer = model.optimizer
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    inner = _keras.inner_optimizer(optimizer)
     if getattr(inner, "use_ema", False) and not inner.built:
         if model.trainable_variables:
             with model.distribute_strategy.scope():

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import keras_slim
-from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _strategy
 from keras_slim._fit import auto_steps
+from keras_slim._step import accumulate as _accumulation
 from tests.callbacks.test_summaries import read_events
 from tests.helpers import classification_data
 from tests.helpers import compile_model

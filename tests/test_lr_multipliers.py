@@ -324,7 +324,7 @@ def test_a_multi_optimizer_is_refused_before_any_step(clones):
 def test_a_multi_optimizer_checkpoint_lacks_its_optimizers_slots(tmp_path):
     """Why it is refused, pinned: Keras 3.15 does not track the
     sub-optimizers, so a restored MultiOptimizer starts their slots and
-    steps afresh (revisit `_optimizer.check` if this fails)."""
+    steps afresh (revisit `keras_slim._step.apply.check` if this fails)."""
     model = mlp(cls=keras.Model)
     x, y = _data()
     saved = _multi_optimizer()

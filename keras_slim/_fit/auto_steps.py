@@ -14,9 +14,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _strategy
+from keras_slim._step import accumulate
 
 MAX_STEPS = 32
 
@@ -125,8 +125,8 @@ def _callback_steps(model, kwargs):
     if optimizer is None:
         return constraints
     # Calls run batches: under gradient accumulation, global step g ends
-    # at batch g * k (`keras_slim/_accumulation.py`).
-    k = _accumulation.steps(optimizer) or 1
+    # at batch g * k (`keras_slim/_step/accumulate.py`).
+    k = accumulate.steps(optimizer) or 1
     constraints = [k * int(c) for c in constraints]
     start = int(_keras.micro_step_counter(optimizer).numpy())
     return [start, *constraints] if start > 0 else constraints

@@ -15,12 +15,12 @@ docs/internals.md ("Private Keras internals", "Steps per call") says why.
 import keras
 import tensorflow as tf
 
-from keras_slim import _accumulation
 from keras_slim import _keras
-from keras_slim import _optimizer
 from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import replicas
+from keras_slim._step import accumulate
+from keras_slim._step import gate
 
 
 def reduce_step_outputs(outputs, strategy):
@@ -47,8 +47,8 @@ def reduce_step_outputs(outputs, strategy):
 def _tracker_state(model):
     """The loss tracker's `[total, count]`, as a float32 vector; under
     gradient accumulation, the last optimizer step's `[total, count,
-    ended]` (`_accumulation.StepLossMean.state`)."""
-    step_loss = _accumulation.step_loss(model)
+    ended]` (`accumulate.StepLossMean.state`)."""
+    step_loss = accumulate.step_loss(model)
     if step_loss is not None:
         return step_loss.state(model.optimizer)
     tracker = _keras.loss_tracker(model)
@@ -267,15 +267,15 @@ def step_on_data(model, step_function):
     def one_step_on_data(data):
         outputs = strategy.run(step_function, args=(data,))
         verdict = None
-        if isinstance(outputs, dict) and _optimizer.VERDICT in outputs:
+        if isinstance(outputs, dict) and gate.VERDICT in outputs:
             # The same on every replica: computed on summed values.
             outputs = dict(outputs)
             verdict = strategy.experimental_local_results(
-                outputs.pop(_optimizer.VERDICT)
+                outputs.pop(gate.VERDICT)
             )[0]
         outputs = reduce_step_outputs(outputs, strategy)
         if verdict is not None:
-            outputs[_optimizer.VERDICT] = verdict
+            outputs[gate.VERDICT] = verdict
         return outputs
 
     compiled = tf.function(
@@ -286,7 +286,7 @@ def step_on_data(model, step_function):
 
     def checked_step_on_data(data):
         # Outside XLA, where an Assert runs: before the next step.
-        return _optimizer.fail_on_verdict(compiled(data))
+        return gate.fail_on_verdict(compiled(data))
 
     return _keras.autoconvert_optionals(model, checked_step_on_data)
 

@@ -226,9 +226,8 @@ def make_updates_atomic(model):
     """
     optimizer = model.optimizer
     variables = list(model.variables) + list(optimizer.variables)
-    inner = getattr(optimizer, "inner_optimizer", None)
-    if inner is not None:
-        variables += list(inner.variables)
+    if _keras.loss_scale_optimizer(optimizer) is not None:
+        variables += list(_keras.inner_optimizer(optimizer).variables)
     variables += list(model.metrics_variables)
     for variable in variables:
         _keras.make_assign_add_atomic(variable)

@@ -32,7 +32,7 @@ class StepOptions:
             or `None`. Set by the train function.
         defer_check: Whether the step is XLA-compiled, which compiles an
             `Assert` away: the step then returns its numeric verdict and
-            the loop around it fails the step (`keras_slim/_optimizer.py`).
+            the loop around it fails the step (`keras_slim/_step/gate.py`).
             Set by the train function.
         overflow_steps: Under a `LossScaleOptimizer`, the `SkippedSteps`
             counting the steps skipped for a loss-scale overflow (a finite

@@ -20,18 +20,19 @@ import dataclasses
 import functools
 import math
 import re
+import threading
 
 import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _loss_scale
 from keras_slim import _strategy
 from keras_slim._fit import input_cache
 from keras_slim._fit import loops
-from keras_slim._fit import skipped as skipped_lib
 from keras_slim._fit import step_options
-from keras_slim._optimizer import NONFINITE
+from keras_slim._step import loss_scale
+from keras_slim._step import skipped as skipped_lib
+from keras_slim._step.gate import NONFINITE
 from keras_slim.errors import NanLossDuringTrainingError
 
 _NONFINITE_RE = re.compile(
@@ -79,12 +80,15 @@ def translate_nonfinite(function, optimizer):
 
 class _Compiled:
     """The functions of one set of step options: Keras's, and keras_slim's
-    loops."""
+    loops; and the `StepPlan` their step runs, built on first trace."""
 
     def __init__(self, model, options):
         self._model = model
         self.options = options
         self._keras = None
+        self._plan = None
+        # Replicas trace the step in threads of their own.
+        self._plan_lock = threading.Lock()
         # Under XLA, keras_slim's loop runs even one step per call: it
         # fails a step on the verdict the compiled step returns.
         self.multi_step = (
@@ -96,6 +100,14 @@ class _Compiled:
         self.on_iterator, self.on_host, self.on_blocks, self.on_python = (
             loops.multi_step_functions(model, model.train_step)
         )
+
+    def plan(self):
+        """The `StepPlan` of these options, built once, when the step is
+        first traced (the policy is resolved then)."""
+        with self._plan_lock:
+            if self._plan is None:
+                self._plan = self._model.make_step_plan(self.options)
+            return self._plan
 
     @property
     def keras(self):
@@ -139,6 +151,8 @@ class TrainFunction:
         self._overflow_steps = None
         self._run = None
         self._current = None
+        # The plan of a step traced outside a run (default options).
+        self._default = None
         #: The last input a fit prepared, for the next fit on it.
         self.inputs = input_cache.InputCache()
         self._call = translate_nonfinite(self._run_steps, model.optimizer)
@@ -192,6 +206,15 @@ class TrainFunction:
             return step_options.DEFAULT
         return self._current.options
 
+    def step_plan(self):
+        """The `StepPlan` the model's step is traced with now: the current
+        run's, or one of the default options."""
+        if self._current is None:
+            if self._default is None:
+                self._default = _Compiled(self._model, step_options.DEFAULT)
+            return self._default.plan()
+        return self._current.plan()
+
     @property
     def overflow_steps(self):
         """The `SkippedSteps` of loss-scale overflows (under a
@@ -234,7 +257,7 @@ class TrainFunction:
         """The `SkippedSteps` of loss-scale overflows under a
         `LossScaleOptimizer` (made once, restarted from zero by each run
         when `reset`), else `None`."""
-        if _loss_scale.dynamic(self._model.optimizer) is None:
+        if loss_scale.dynamic(self._model.optimizer) is None:
             return None
         if self._overflow_steps is None:
             self._overflow_steps = skipped_lib.SkippedSteps(

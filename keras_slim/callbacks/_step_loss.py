@@ -12,9 +12,9 @@ loss of each step of a call, read once when the call ends.
 
 Under gradient accumulation the loss of a global step is the mean over
 its `k` micro-batches, weighted by their sizes (one device's loss on the
-`k`-times batch): the train step keeps it in the model's
-`_accumulation.StepLossMean`, whose last completed step `StepLoss` reads,
-and which a multi-step call records after each micro-batch.
+`k`-times batch): the train step keeps it in the model's `StepLossMean`
+(`keras_slim/_step/accumulate.py`), whose last completed step `StepLoss`
+reads, and which a multi-step call records after each micro-batch.
 
 Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
 host is an all-reduce across the workers, which every worker would have to
@@ -29,9 +29,9 @@ import math
 
 import numpy as np
 
-from keras_slim import _accumulation
 from keras_slim import _keras
 from keras_slim import _strategy
+from keras_slim._step import accumulate
 
 
 def records_step_losses(model):
@@ -88,7 +88,7 @@ class StepLoss:
         self._run = run
         self._tracker = _loss_tracker(model)
         # Under gradient accumulation: the loss of each optimizer step.
-        self._step = _accumulation.step_loss(model)
+        self._step = accumulate.step_loss(model)
         self._mark = None
         self._recorded = False
         self._skipping_from = None

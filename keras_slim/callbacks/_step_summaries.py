@@ -17,7 +17,7 @@ import logging
 import keras
 import tensorflow as tf
 
-from keras_slim import _optimizer
+from keras_slim._step import apply
 from keras_slim.callbacks._histogram import histogram
 from keras_slim.callbacks._histogram import zero_fraction
 from keras_slim.gradients import variable_path
@@ -138,7 +138,7 @@ class StepSummaries:
             with graph.name_scope(None), self.writer.as_default(step=step):
                 if self.gradients:
                     self._write_gradients(
-                        grads, variables, _optimizer.loss_scale(model.optimizer)
+                        grads, variables, apply.gradient_scale(model.optimizer)
                     )
                 if self.activations:
                     self._write_activations(activations)

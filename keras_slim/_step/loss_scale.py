@@ -1,19 +1,22 @@
-"""A `LossScaleOptimizer`'s dynamic loss scale, driven by the step's gate.
+"""The LossScale stage: a `LossScaleOptimizer`'s dynamic loss scale, moved
+by the Gate's verdict.
 
 Under `mixed_float16` Keras wraps the optimizer in a `LossScaleOptimizer`
-(`keras.Model.compile` does it), whose `apply` checks the gradients,
-skips a step that overflowed and lowers its scale. A `SlimModel` checks
-once, on the gradients summed across replicas (`SlimModel._gate`), so it
-applies through the wrapped optimizer itself and moves the scale here:
-`apply_unscaled` on a finite step (unscale, apply, grow the scale every
-`dynamic_growth_steps` finite steps), `lower` on an overflow (halve it).
-The arithmetic is Keras's (`LossScaleOptimizer._stateful_handle_finite_grads`
-and `_stateful_handle_non_finite_grads`), through public attributes only;
-docs/how_it_works.md ("Mixed precision") says why.
+(`keras.Model.compile` does it), whose `apply` checks the gradients, skips
+a step that overflowed and lowers its scale. A `SlimModel` checks once, on
+the gradients summed across replicas (the Gate), so the Apply stage
+applies through the wrapped optimizer itself and this stage moves the
+scale, inside Apply's branches: `apply_unscaled` on a finite update
+(unscale, apply, grow the scale every `dynamic_growth_steps` finite
+updates), `overflow` on a finite loss with a non-finite gradient (halve
+the scale, skip the step). The arithmetic is Keras's
+(`LossScaleOptimizer._stateful_handle_finite_grads` and
+`_stateful_handle_non_finite_grads`), through public attributes only.
 """
 
 import tensorflow as tf
 
+from keras_slim import _keras
 from keras_slim import _strategy
 
 
@@ -31,7 +34,7 @@ def dynamic(optimizer):
     dynamic(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
     ```
     """
-    if hasattr(optimizer, "inner_optimizer") and hasattr(
+    if _keras.loss_scale_optimizer(optimizer) is not None and hasattr(
         optimizer, "dynamic_growth_steps"
     ):
         return optimizer
@@ -97,7 +100,7 @@ def apply_unscaled(optimizer, grads, variables):
         else _divide(g, scale)
         for g, v in zip(grads, variables)
     ]
-    optimizer.inner_optimizer.apply(unscaled, variables)
+    _keras.inner_optimizer(optimizer).apply(unscaled, variables)
     counter = optimizer.step_counter
 
     def grow():
@@ -125,3 +128,58 @@ def lower(optimizer):
     """
     optimizer.step_counter.assign(0)
     optimizer.dynamic_scale.assign(optimizer.dynamic_scale * 0.5)
+
+
+class LossScale:
+    """The dynamic loss scale of a `LossScaleOptimizer`.
+
+    Args:
+        optimizer: The `LossScaleOptimizer`.
+        overflows: The `SkippedSteps` counting overflows, or `None`.
+
+    Example:
+    ```python
+    scale = LossScale.of(model.optimizer, options.overflow_steps)
+    ```
+    """
+
+    name = "loss scale"
+
+    def __init__(self, optimizer, overflows):
+        self.optimizer = optimizer
+        self.overflows = overflows
+
+    @classmethod
+    def of(cls, optimizer, overflows):
+        """The stage for `optimizer`, or `None` without a dynamic scale."""
+        if dynamic(optimizer) is None:
+            return None
+        return cls(optimizer, overflows)
+
+    def describe(self):
+        """One line: what the stage does."""
+        return (
+            f"{self.name:<12}unscale a finite update (the scale doubles "
+            f"every {self.optimizer.dynamic_growth_steps} of them); an "
+            "overflow halves it and skips the step"
+        )
+
+    def update(self, step, then):
+        """Runs the rest of the plan: the scale moves in Apply's branches
+        (`apply`, `overflow`)."""
+        return then(step)
+
+    def apply(self, grads, variables):
+        """The finite branch: unscale, apply, grow the scale."""
+        apply_unscaled(self.optimizer, grads, variables)
+
+    def overflow(self, gate):
+        """The overflow branch: lower the scale, skip the step (counted by
+        the `gate` and in `overflows`)."""
+        lower(self.optimizer)
+        gate.record_skip([self.overflows])
+
+    def skip(self, gate, loss_finite):
+        """The branch of a non-finite update: an overflow when the loss is
+        finite, else the gate's skip."""
+        tf.cond(loss_finite, lambda: self.overflow(gate), gate.skip)

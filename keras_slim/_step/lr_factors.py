@@ -1,4 +1,5 @@
-"""Learning-rate multipliers: one optimizer at a per-variable learning rate.
+"""Learning-rate factors: one optimizer at a per-variable learning rate
+(the Apply stage's, for `lr_multipliers` and `layer_decay`).
 
 `GradientPolicy(lr_multipliers=...)` asks that a variable with multiplier
 `m` move as the optimizer would move it at its learning rate times `m`.
@@ -33,7 +34,7 @@ class _Scaling:
     """One optimizer's multipliers while `scaled()` is active.
 
     Shared by the replica threads of a `MirroredStrategy` step, which enter
-    the context with the same table; a counter, as `_optimizer.presummed`.
+    the context with the same table; a counter, as `apply.presummed`.
     """
 
     def __init__(self, optimizer):
@@ -51,10 +52,6 @@ class _Scaling:
         return self.table.get(index)
 
 
-def _inner(optimizer):
-    return getattr(optimizer, "inner_optimizer", optimizer)
-
-
 def check(optimizer):
     """Raises if lr multipliers cannot be exact with `optimizer`.
 
@@ -66,7 +63,7 @@ def check(optimizer):
             (not Keras's decoupled `var -= var * weight_decay * lr`), such
             as Muon's, which the multipliers would not scale.
     """
-    inner = _inner(optimizer)
+    inner = _keras.inner_optimizer(optimizer)
     if inner.weight_decay is not None and not _keras.has_keras_weight_decay(
         inner
     ):
@@ -132,7 +129,7 @@ def install(optimizer):
     Returns:
         The optimizer's `_Scaling` state.
     """
-    inner = _inner(optimizer)
+    inner = _keras.inner_optimizer(optimizer)
     state = _STATES.get(inner)
     if state is None:
         state = _Scaling(inner)

@@ -1,21 +1,21 @@
-"""Gradient accumulation in a `SlimModel` step: the policy once per update.
+"""The Accumulate stage: Keras's `gradient_accumulation_steps`, with the
+policy once per update.
 
 Keras's optimizer argument `gradient_accumulation_steps=k` asks for one
 update every `k` batches, with the mean of their gradients. Keras
 accumulates inside `apply`, after keras_slim's policy, which would then
 clip each micro-batch; so a `SlimModel` accumulates itself, in Keras's own
-accumulators (optimizer variables: checkpoints hold them), and applies
-with Keras's accumulation switched off:
+accumulators (optimizer variables: checkpoints hold them), and the Apply
+stage applies with Keras's accumulation switched off:
 
 - every micro-batch: gradients summed across replicas, added to the
   accumulators; Keras's micro-step count (`_iterations`) advances;
-- the `k`-th: the mean of the `k` sums goes through the numeric check, the
-  policy and one update, and the accumulators restart at zero.
+- the `k`-th: the mean of the `k` sums runs through the rest of the plan
+  (Gate, Policy, Apply), and the accumulators restart at zero.
 
 `optimizer.iterations` (micro-steps over `k`) counts updates: the global
 step. The loss of a step is the mean over its `k` micro-batches
 (`StepLossMean`), as one device's on the `k`-times batch.
-docs/how_it_works.md ("Gradient accumulation") says why.
 """
 
 import functools
@@ -27,6 +27,7 @@ from keras_slim import _keras
 from keras_slim import _strategy
 
 __all__ = [
+    "Accumulate",
     "StepLossMean",
     "check",
     "install",
@@ -45,7 +46,7 @@ def steps(optimizer):
     Returns:
         An int >= 2, or `None` when it does not accumulate.
     """
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    inner = _keras.inner_optimizer(optimizer)
     return getattr(inner, "gradient_accumulation_steps", None) or None
 
 
@@ -88,7 +89,7 @@ def check(model):
             "MultiWorkerMirroredStrategy, or raise `replicas_to_aggregate` "
             "(or the batch size) instead."
         )
-    if hasattr(optimizer, "inner_optimizer"):
+    if _keras.loss_scale_optimizer(optimizer) is not None:
         raise ValueError(
             "Invalid value for argument `gradient_accumulation_steps`. "
             f"Received: gradient_accumulation_steps={k} on the optimizer "
@@ -243,7 +244,7 @@ def micro_step(optimizer, grads, variables, *, loss, update, idle=None):
         is_last = tf.equal((counter + 1) % k, 0)
         return tf.cond(is_last, lambda: last(summed), lambda: add(summed))
     # A strategy that updates through `merge_call` branches in cross-replica
-    # context, as `_optimizer.apply_gradients` gates. It runs one replica
+    # context, as the Apply stage gates. It runs one replica
     # per device, so no XLA and no verdict.
     tf.distribute.get_replica_context().merge_call(
         functools.partial(
@@ -274,3 +275,67 @@ def _poisoned(grads, loss):
         return grads
     first = grads[0] + tf.cast(0.0 * loss, grads[0].dtype)
     return [first, *grads[1:]]
+
+
+class Accumulate:
+    """Micro-steps: adds each micro-batch's gradients; on the `k`-th, runs
+    the rest of the plan on their mean.
+
+    Args:
+        optimizer: The accumulating Keras optimizer.
+        variables: The policy's variables.
+        step_loss: The model's `StepLossMean` (kept across fits: a step
+            may span two), or `None`.
+        idle: `None`, or what the micro-steps that apply nothing return
+            in place of the deferred verdict (`gate.idle_verdict`).
+
+    Example:
+    ```python
+    stage = Accumulate(optimizer, policy.variables, model._step_loss)
+    ```
+    """
+
+    name = "accumulate"
+
+    def __init__(self, optimizer, variables, step_loss, *, idle=None):
+        self.optimizer = optimizer
+        self.variables = variables
+        self.step_loss = step_loss
+        self._idle = idle
+
+    def describe(self):
+        """One line: how many micro-batches make an update."""
+        return (
+            f"{self.name:<12}the mean of every {steps(self.optimizer)} "
+            "micro-batches' gradients makes one update"
+        )
+
+    def update(self, step, then):
+        """Adds one micro-batch; on the `k`-th, runs `then` on the mean.
+
+        Args:
+            step: The micro-batch's `Update`.
+            then: The rest of the plan.
+
+        Returns:
+            An `Outcome`: the verdict of the update's micro-step (or the
+            idle one), and whether this micro-batch's loss is finite.
+        """
+        if self.step_loss is not None and step.replica_loss is not None:
+            self.step_loss.update(
+                self.optimizer,
+                _keras.unscale_loss(step.replica_loss),
+                step.batch_size,
+            )
+        verdict = micro_step(
+            self.optimizer,
+            step.grads,
+            self.variables,
+            loss=step.loss,
+            update=lambda means: then(step.replace(grads=means)).verdict,
+            idle=self._idle,
+        )
+        finite = None
+        if step.loss is not None:
+            finite = tf.math.is_finite(step.loss)
+        return step.outcome(verdict=verdict, finite=finite)

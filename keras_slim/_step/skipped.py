@@ -3,7 +3,7 @@
 With `NanLossGuard(fail=False)` (`keras_slim.train(...,
 fail_on_nan_loss=False)`), a step whose loss or gradient is not finite
 updates no variable but still advances the global step
-(`keras_slim/_optimizer.py`). Its branch of the step's `cond` records it
+(the Gate stage, `keras_slim/_step/gate.py`). Its skip branch records it
 here: how many steps were skipped, the first and the last, in one small
 variable, so `NanLossGuard` can say which steps were skipped by reading it
 once per call on the host.
