@@ -170,13 +170,14 @@ FORKS = textwrap.dedent(
     """
     import json, sys
     import tensorflow as tf
+    from keras_slim import _server_processes
     from keras_slim import cluster
     if sys.argv[1] == "devices listed":
         tf.config.list_physical_devices("CPU")
     elif sys.argv[1] == "an op ran":
         tf.constant(1.0) + 1.0
     kinds = []
-    if cluster._can_fork_servers():
+    if _server_processes.can_fork_servers():
         with cluster.LocalCluster(workers=1, ps=1) as local:
             # start() returned: every server is listening.
             kinds = [type(p).__name__ for p in local._processes]
