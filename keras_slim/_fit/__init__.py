@@ -30,6 +30,7 @@ from keras_slim._fit import feed as feed_lib
 from keras_slim._fit import multi_worker
 from keras_slim._fit import parameter_server
 from keras_slim._fit import position
+from keras_slim._fit import scheduled_input
 from keras_slim._fit.train_function import TrainFunction
 from keras_slim._fit.train_function import translate_nonfinite
 
@@ -105,13 +106,13 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs, auto, cache):
     """keras_slim's coordinator loop; `cache` is the train function's
     `InputCache`. A `tf.data.Dataset` is read by the coordinator, in a
     `HostFeed` whose position checkpoints save; a dataset function by the
-    workers (`parameter_server.why_workers_read`)."""
+    workers (`scheduled_input.why_workers_read`)."""
     if y is not None:
         raise ValueError(
             "Under ParameterServerStrategy, pass a tf.data.Dataset of "
             "(x, y) batches or a dataset function as `x`, and no `y`."
         )
-    why = parameter_server.why_workers_read(model, x)
+    why = scheduled_input.why_workers_read(model, x)
     if why is None:
         run.feed = feed_lib.make(model, x, None, kwargs, None, cache)
     else:

@@ -233,62 +233,6 @@ def make_updates_atomic(model):
         _keras.make_assign_add_atomic(variable)
 
 
-def why_workers_read(model, x):
-    """Why the workers read `x` themselves, or `None` when the coordinator
-    reads it and sends each call its batches (`scheduled_input.py`): a
-    `tf.data.Dataset` of dense batches, with asynchronous steps.
-
-    Args:
-        model: The `SlimModel`, under `ParameterServerStrategy`.
-        x: `fit`'s data argument.
-
-    Returns:
-        A reason (for the warning of `Checkpoints`: the position is then
-        not saved), or `None`.
-    """
-    if not isinstance(x, tf.data.Dataset):
-        return (
-            "parameter-server workers read their own data from a dataset "
-            "function; pass a tf.data.Dataset for the coordinator to read "
-            "and save its position"
-        )
-    if _strategy.mode(model.distribute_strategy).sync is not None:
-        return (
-            "synchronous steps over parameter servers read the dataset on "
-            "the workers"
-        )
-    if not scheduled_input.dense(x.element_spec):
-        return (
-            "the dataset has components that are not dense tensors, which "
-            "parameter-server workers read on their own"
-        )
-    return None
-
-
-def _per_worker_dataset(x, batch_size, strategy):
-    """What `create_per_worker_dataset` takes, and one batch for building."""
-    if isinstance(x, tf.data.Dataset):
-        checks.no_batch_size_for_dataset(batch_size)
-        return x, next(iter(x))
-    if callable(x):
-        sample = x(tf.distribute.InputContext())
-        if not isinstance(sample, tf.data.Dataset):
-            raise checks.invalid(
-                "x", x, "a dataset function returning a tf.data.Dataset"
-            )
-        # TF's pattern: each worker calls the function with its context.
-        return (
-            lambda: strategy.distribute_datasets_from_function(x),
-            next(iter(sample)),
-        )
-    raise checks.invalid(
-        "x",
-        type(x).__name__,
-        "a tf.data.Dataset or a dataset function (input_context -> "
-        "tf.data.Dataset) under ParameterServerStrategy",
-    )
-
-
 def _check_arguments(steps_per_epoch, validation_data, epochs, kwargs):
     if steps_per_epoch is None:
         raise ValueError(
@@ -358,9 +302,9 @@ def fit(
             each, the last may be shorter) per epoch.
         run: The fit's `Run`: its `settle()` waits for the steps in
             flight while `fit` runs; its feed is a `HostFeed` when the
-            coordinator reads `x` (`why_workers_read`), whose position
-            checkpoints save, and its `Position` callback is first in
-            `callbacks`.
+            coordinator reads `x` (`scheduled_input.why_workers_read`),
+            whose position checkpoints save, and its `Position` callback
+            is first in `callbacks`.
         translate_error: Wraps the coordinator's waits, so that a step's
             errors read as they do in Keras's `fit`.
         **unsupported: Other `fit` arguments; any that is set is an error.
@@ -432,7 +376,9 @@ def _plan(model, x, batch_size, run, translate_error):
         checks.no_batch_size_for_dataset(batch_size)
         sample = x.element_spec
     else:
-        dataset_fn, sample = _per_worker_dataset(x, batch_size, strategy)
+        dataset_fn, sample = scheduled_input.per_worker_dataset(
+            x, batch_size, strategy
+        )
     settings = _strategy.mode(strategy).sync
     if settings is not None and run.startup_delay_steps:
         raise ValueError(

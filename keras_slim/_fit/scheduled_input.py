@@ -1,6 +1,6 @@
 """What each call scheduled on a parameter-server worker reads.
 
-Two ways, chosen per `fit` (`parameter_server.why_workers_read`):
+Two ways, chosen per `fit` (`why_workers_read`):
 
 - `CoordinatorReads`: the coordinator reads the batches of each call from
   the run's host iterator of the `tf.data.Dataset` given to `fit` (its
@@ -19,6 +19,9 @@ guarantee.
 """
 
 import tensorflow as tf
+
+from keras_slim import _strategy
+from keras_slim import checks
 
 
 def dense(element_spec):
@@ -128,3 +131,74 @@ class WorkerReads:
             repeated, they do not run out.
         """
         return [(self.iterator, steps)], steps
+
+
+def why_workers_read(model, x):
+    """Why the workers read `x` themselves, or `None` when the coordinator
+    reads it and sends each call its batches (`scheduled_input.py`): a
+    `tf.data.Dataset` of dense batches, with asynchronous steps.
+
+    Args:
+        model: The `SlimModel`, under `ParameterServerStrategy`.
+        x: `fit`'s data argument.
+
+    Returns:
+        A reason (for the warning of `Checkpoints`: the position is then
+        not saved), or `None`.
+    """
+    if not isinstance(x, tf.data.Dataset):
+        return (
+            "parameter-server workers read their own data from a dataset "
+            "function; pass a tf.data.Dataset for the coordinator to read "
+            "and save its position"
+        )
+    if _strategy.mode(model.distribute_strategy).sync is not None:
+        return (
+            "synchronous steps over parameter servers read the dataset on "
+            "the workers"
+        )
+    if not dense(x.element_spec):
+        return (
+            "the dataset has components that are not dense tensors, which "
+            "parameter-server workers read on their own"
+        )
+    return None
+
+
+def per_worker_dataset(x, batch_size, strategy):
+    """What `create_per_worker_dataset` takes, and one batch for building.
+
+    Args:
+        x: `fit`'s data argument: a `tf.data.Dataset`, or a dataset
+            function (`input_context -> tf.data.Dataset`).
+        batch_size: `fit`'s `batch_size` (`None` with a dataset).
+        strategy: The `ParameterServerStrategy`.
+
+    Returns:
+        `(dataset_fn, sample)`: the dataset or the function each worker
+        calls, and one batch of it.
+
+    Raises:
+        ValueError: for a `batch_size` with a dataset, a function that
+            does not return a dataset, or another kind of `x`.
+    """
+    if isinstance(x, tf.data.Dataset):
+        checks.no_batch_size_for_dataset(batch_size)
+        return x, next(iter(x))
+    if callable(x):
+        sample = x(tf.distribute.InputContext())
+        if not isinstance(sample, tf.data.Dataset):
+            raise checks.invalid(
+                "x", x, "a dataset function returning a tf.data.Dataset"
+            )
+        # TF's pattern: each worker calls the function with its context.
+        return (
+            lambda: strategy.distribute_datasets_from_function(x),
+            next(iter(sample)),
+        )
+    raise checks.invalid(
+        "x",
+        type(x).__name__,
+        "a tf.data.Dataset or a dataset function (input_context -> "
+        "tf.data.Dataset) under ParameterServerStrategy",
+    )
