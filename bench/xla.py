@@ -8,7 +8,7 @@ bias, clip_norm) and steps per call chosen by the model:
 - no XLA: `jit_compile=False`, the numeric check on (the default);
 - XLA: `jit_compile=True`, the check on: the compiled step returns its
   verdict and the loop around it fails a non-finite step
-  (keras_slim/_optimizer.py);
+  (keras_slim/_step/gate.py);
 - XLA, no check: `jit_compile=True`, `check_numerics=False`: what the
   deferred check costs under XLA.
 

@@ -177,7 +177,8 @@ class Apply:
         what = f"{type(inner).__name__} on the summed gradients"
         if self.lr_multipliers is not None:
             scaled = sum(m is not None for m in self.lr_multipliers)
-            what += f", {scaled} variables at a scaled learning rate"
+            noun = "variable" if scaled == 1 else "variables"
+            what += f", {scaled} {noun} at a scaled learning rate"
         return f"{self.name:<12}{what}"
 
     def update(self, step, then=None):

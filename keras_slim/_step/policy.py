@@ -32,10 +32,10 @@ class Policy:
     def describe(self):
         """One line: what the policy does (its table is below the plan)."""
         plan = self.plan
-        parts = [f"{len(plan.variables)} variables trained"]
+        parts = [f"{_count(len(plan.variables), 'variable')} trained"]
         multiplied = sum(m is not None for m in plan.multipliers)
         if multiplied:
-            parts.append(f"{multiplied} gradients multiplied")
+            parts.append(f"{_count(multiplied, 'gradient')} multiplied")
         if plan.clip_norm is not None:
             parts.append(f"each gradient's norm clipped to {plan.clip_norm:g}")
         if plan.clip_global_norm is not None:
@@ -91,3 +91,8 @@ class Summaries:
             step.activations,
         )
         return then(step)
+
+
+def _count(n, noun):
+    """`"1 gradient"`, `"2 gradients"`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
