@@ -23,12 +23,12 @@ from keras_slim._step import loss_scale as _loss_scale
 from keras_slim.deployment import mirrored_strategy
 from keras_slim.image import _task
 from keras_slim.image import train_image_classifier as cli
+from tests._fit.test_position import saved_values
 from tests.helpers import classification_data
 from tests.helpers import compile_model
 from tests.helpers import max_abs_diff
 from tests.helpers import mlp
 from tests.helpers import weights
-from tests.test_position import saved_values
 
 POLICIES = ["mixed_float16", "mixed_bfloat16"]
 
