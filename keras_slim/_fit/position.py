@@ -23,6 +23,7 @@ command with a higher `--max_number_of_steps`, `fit(epochs=4)` after
 """
 
 import collections
+import enum
 import logging
 import math
 
@@ -34,6 +35,23 @@ from keras_slim import _keras
 logger = logging.getLogger("keras_slim")
 
 _KEY = "data/{}/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+class Applies(enum.Enum):
+    """Whether a checkpoint's input position applies to a `fit`
+    (`InputPosition.applies`).
+
+    Attributes:
+        NO: The `fit` runs its own schedule and reads its data afresh.
+        YES: The `fit` goes on from the position, with its saved
+            iterators.
+        WITHOUT_ITERATORS: The `fit` goes on from the position's counts
+            with new iterators (`InputPosition.resume_without_iterators`).
+    """
+
+    NO = "no"
+    YES = "yes"
+    WITHOUT_ITERATORS = "without iterators"
 
 
 class DataState(tf.Module):
@@ -219,20 +237,20 @@ class InputPosition:
                 plus one), or `None` if unknown.
 
         Returns:
-            `True` (restore the position), `False` (do not), or
-            `"without iterators"`.
+            An `Applies`: `YES` (restore the position), `NO` (do not), or
+            `WITHOUT_ITERATORS`.
         """
         if not self.follows_keras:
-            return False
+            return Applies.NO
         position = saved(path)
         if position is None:
-            return False
+            return Applies.NO
         if position.finished and epochs is not None:
             if position.epoch >= epochs:
-                return False
+                return Applies.NO
         if self._make is not None and position.steps_per_read != self._per_read:
-            return "without iterators"
-        return True
+            return Applies.WITHOUT_ITERATORS
+        return Applies.YES
 
     def resume_without_iterators(self, path, model):
         """Goes on from the counts `path` holds with new iterators: the

@@ -14,6 +14,7 @@ import logging
 
 from keras_slim import _checkpoint_dir
 from keras_slim import training_state
+from keras_slim._fit.position import Applies
 
 logger = logging.getLogger("keras_slim")
 
@@ -109,9 +110,9 @@ class Resume:
                 [p for s, p in sorted(found.items()) if s <= step],
                 preserve=self._keep_hours,
             )
-        if applied[step] is True:
+        if applied[step] is Applies.YES:
             self._position.resume(self._model)
-        elif applied[step]:
+        elif applied[step] is Applies.WITHOUT_ITERATORS:
             self._position.resume_without_iterators(prefix, self._model)
         return prefix
 
@@ -136,19 +137,24 @@ class Resume:
 
     def _attempt(self, prefix, failures, iterators):
         """Restores checkpoint `prefix`, and this worker's position of its
-        step where it applies; returns `InputPosition.applies`'s answer
-        (never `True` without `iterators`), or `None` when it cannot be
-        read (then `failures` says why)."""
+        step where it applies; returns `InputPosition.applies`'s answer,
+        an `Applies` (never `YES` without `iterators`; `NO` without a
+        position), or `None` when it cannot be read (then `failures` says
+        why)."""
         position = self._position
         try:
             # Reading the file may fail too: inside the try.
-            applies = position is not None and position.applies(
-                prefix, self._epochs
+            applies = (
+                Applies.NO
+                if position is None
+                else position.applies(prefix, self._epochs)
             )
-            if applies is True and not iterators:
-                applies = "without iterators"
-            apart = applies is True and self._apart
-            data = position.state if applies is True and not apart else None
+            if applies is Applies.YES and not iterators:
+                applies = Applies.WITHOUT_ITERATORS
+            apart = applies is Applies.YES and self._apart
+            data = (
+                position.state if applies is Applies.YES and not apart else None
+            )
             training_state.restore_training_state(
                 self._model, prefix, data=data
             )
