@@ -6,7 +6,7 @@ operator derives from the manifest of docs/tutorials/deployment.md, fed
 to real processes: parameter servers through `keras-slim-train` (the
 chief trains to its last step, the servers end with status 0). Two
 synchronous replicas of a SLURM step train to the weights of one process
-in tests/test_multi_worker.py.
+in tests/_fit/test_multi_worker.py.
 """
 
 import json

@@ -1,5 +1,5 @@
 """StopAgreement: when workers agree, and on what (two workers simulated
-by a fake all-reduce; the real one runs in tests/test_multi_worker.py)."""
+by a fake all-reduce; the real one runs in tests/_fit/test_multi_worker.py)."""
 
 import numpy as np
 import tensorflow as tf

@@ -43,8 +43,8 @@ _ANSWERS = {
 
 @pytest.mark.parametrize("kind", sorted(_ANSWERS))
 def test_the_answers_of_each_kind_of_mode(kind):
-    """The real MWMS and PS strategies: tests/test_multi_worker.py,
-    tests/test_parameter_server.py."""
+    """The real MWMS and PS strategies: tests/_fit/test_multi_worker.py,
+    tests/_fit/test_parameter_server.py."""
     mode = _strategy.Mode(kind=kind, replicas_in_sync=2, chief=False)
     answers = (
         mode.needs_coordinator,

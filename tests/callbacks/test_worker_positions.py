@@ -1,6 +1,6 @@
 """WorkerPositions: which step every worker restores (two workers as two
 threads, an all-gather as a barrier; the real one runs in
-tests/test_multi_worker_resume.py)."""
+tests/_fit/test_multi_worker_resume.py)."""
 
 import threading
 

@@ -553,7 +553,7 @@ def test_progress_bar_for_a_terminal(capsys):
     "cluster_flags, train_flags, strategy",
     [
         # Multi-worker replicas run keras_slim.train as in
-        # tests/test_multi_worker.py, and --worker_replicas maps to them
+        # tests/_fit/test_multi_worker.py, and --worker_replicas maps to them
         # (test_worker_replicas_flags_make_multi_worker_replicas): the
         # command's cluster run is the parameter servers' one, whose
         # coordinator alone evaluates and saves.

@@ -37,7 +37,7 @@ LOGGED = "global step "
 # Primes above 32 (the most steps per call): the steps per call divide the
 # run's steps, so each call is one step and a signal can land at any step;
 # a finished run's lower target keeps one step per call too (other steps
-# per call read other blocks of batches: tests/test_position.py).
+# per call read other blocks of batches: tests/_fit/test_position.py).
 STEPS = 71
 FINISHED_AT = (37, 41, 43)
 # The signal goes out once the command logs its step; it lands a few

@@ -1,5 +1,6 @@
-"""Runs of one worker of a local cluster that tests/test_multi_worker_resume.py
-compares: exact resume per worker under MultiWorkerMirroredStrategy.
+"""Runs of one worker of a local cluster that
+tests/_fit/test_multi_worker_resume.py compares: exact resume per worker
+under MultiWorkerMirroredStrategy.
 
 Usage: python multi_worker_resume.py ROOT PHASE [PHASE ...]
 
@@ -34,6 +35,7 @@ from keras_slim import callbacks
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tests.helpers import augmented  # noqa: E402
 from tests.helpers import compile_model  # noqa: E402
+from tests.helpers import global_step  # noqa: E402
 from tests.helpers import mlp  # noqa: E402
 
 root, phases = pathlib.Path(sys.argv[1]), sys.argv[2:]
@@ -79,7 +81,7 @@ class Started(keras.callbacks.Callback):
         self.name = name
 
     def on_train_begin(self, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = global_step(self.model)
         path = root / f"start-{self.name}-{task}.json"
         path.write_text(json.dumps(step))
 

@@ -16,15 +16,16 @@ import tensorflow as tf
 import keras_slim
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import NanLossGuard
+from tests._fit.test_position import X
+from tests._fit.test_position import Y
+from tests._fit.test_position import assert_same_checkpoints
+from tests._fit.test_position import build
 from tests.helpers import assert_gradient_not_finite
 from tests.helpers import augmented
 from tests.helpers import classification_data
 from tests.helpers import compile_model
+from tests.helpers import global_step
 from tests.helpers import mlp
-from tests.test_position import X
-from tests.test_position import Y
-from tests.test_position import assert_same_checkpoints
-from tests.test_position import build
 
 
 def stream(bad=(), drop=False):
@@ -70,7 +71,7 @@ class Diverge(keras.callbacks.Callback):
     the NaN showed (only the last checkpoint, at 15, is sound)."""
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) == 16:
+        if global_step(self.model) == 16:
             for weight in self.model.trainable_weights:
                 weight.assign(weight * 1.5)
 
@@ -82,7 +83,7 @@ def test_a_diverging_batch_is_rolled_back_and_skipped(tmp_path, caplog):
     model = train(
         tmp_path / "rolled", bad=[17], rollback_on_nan=2, callbacks=[Diverge()]
     )
-    assert int(model.optimizer.iterations.numpy()) == 30
+    assert global_step(model) == 30
     # Batch 17 of the stream is read by step 18.
     assert "at global step 18 (epoch 0, batch 17 of the epoch)" in caplog.text
     assert "model.ckpt-15 with its input position" in caplog.text
@@ -233,7 +234,7 @@ def test_the_simplest_call_rolls_back_once_and_ends_as_without_the_batch(
     assert "at global step 10 (epoch 0, batch 9 of the epoch)" in rollbacks[0]
     assert "model.ckpt-8 with its input position" in rollbacks[0]
     assert f"rollback 1 of {budget})" in rollbacks[0]
-    assert int(model.optimizer.iterations.numpy()) == 13
+    assert global_step(model) == 13
     if policy is None:
         # Every variable, slot and average; the last step's loss; each
         # step's logged loss; the summaries (the epoch's running accuracy

@@ -14,6 +14,7 @@ from keras_slim.callbacks import Summaries
 from keras_slim.callbacks import Trace
 from tests.callbacks import common
 from tests.helpers import compile_model
+from tests.helpers import global_step
 from tests.helpers import mlp
 
 
@@ -196,7 +197,7 @@ def test_resume_stops_exactly_at_the_last_step(tmp_path):
         verbose=0,
         callbacks=[StopAtStep(num_steps=7), Checkpoints(tmp_path)],
     )
-    assert int(first.optimizer.iterations.numpy()) == 7
+    assert global_step(first) == 7
     second = auto_model()
     second.fit(
         data,
@@ -205,7 +206,7 @@ def test_resume_stops_exactly_at_the_last_step(tmp_path):
         callbacks=[StopAtStep(last_step=20), Checkpoints(tmp_path)],
     )
     # From the checkpoint at 7: calls that divide 20 - 7 = 13.
-    assert int(second.optimizer.iterations.numpy()) == 20
+    assert global_step(second) == 20
 
 
 def test_bad_value():
@@ -239,7 +240,8 @@ def test_a_second_fit_keeps_the_logging_steps(caplog):
 @pytest.fixture
 def on_parameter_servers(monkeypatch):
     """`choose` as under an asynchronous `ParameterServerStrategy` of
-    `workers[0]` workers (the real cluster: tests/test_parameter_server.py)."""
+    `workers[0]` workers (the real cluster:
+    tests/_fit/test_parameter_server.py)."""
     from keras_slim import _keras
     from keras_slim import _strategy
 

@@ -24,7 +24,7 @@ from tests.helpers import once_per_session
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
 SCRIPT = str(
-    pathlib.Path(__file__).parent / "scripts" / "sync_replicas_train.py"
+    pathlib.Path(__file__).parent.parent / "scripts" / "sync_replicas_train.py"
 )
 
 

@@ -19,7 +19,7 @@ from keras_slim.cluster import LocalCluster
 from tests.processes import reaching
 from tests.processes import watched
 
-SCRIPT = pathlib.Path(__file__).parent / "scripts" / "ps_position.py"
+SCRIPT = pathlib.Path(__file__).parent.parent / "scripts" / "ps_position.py"
 sys.path.insert(0, str(SCRIPT.parent))
 import ps_position  # noqa: E402
 

@@ -25,7 +25,7 @@ from tests.helpers import once_per_session
 
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
-SCRIPT = str(pathlib.Path(__file__).parent / "scripts" / "ps_train.py")
+SCRIPT = str(pathlib.Path(__file__).parent.parent / "scripts" / "ps_train.py")
 
 
 def run(tmp_path, name, *flags, logdir=None, env=None):

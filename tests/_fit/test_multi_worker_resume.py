@@ -28,13 +28,13 @@ import pytest
 import tensorflow as tf
 
 from keras_slim.cluster import LocalCluster
+from tests._fit.test_position import assert_same_checkpoints as same_checkpoints
 from tests.helpers import once_per_session
-from tests.test_position import assert_same_checkpoints as same_checkpoints
 
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
 SCRIPT = str(
-    pathlib.Path(__file__).parent / "scripts" / "multi_worker_resume.py"
+    pathlib.Path(__file__).parent.parent / "scripts" / "multi_worker_resume.py"
 )
 WARNING = "input position of this fit cannot be saved"
 

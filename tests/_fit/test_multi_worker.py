@@ -23,7 +23,7 @@ from tests.helpers import once_per_session
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
 SCRIPT = str(
-    pathlib.Path(__file__).parent / "scripts" / "multi_worker_train.py"
+    pathlib.Path(__file__).parent.parent / "scripts" / "multi_worker_train.py"
 )
 
 

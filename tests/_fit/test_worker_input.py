@@ -1,7 +1,7 @@
 """worker_input: which inputs a worker of MultiWorkerMirroredStrategy
 reads in its own share on the host (the share itself is checked against
 TensorFlow's in tests/test_keras_internals.py; the training in
-tests/test_multi_worker_resume.py)."""
+tests/_fit/test_multi_worker_resume.py)."""
 
 import types
 
