@@ -15,6 +15,7 @@ call from the next.
 import contextlib
 
 from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _signals
 from keras_slim import _strategy
 from keras_slim._step import accumulate
@@ -49,7 +50,8 @@ class Run:
         checkpoints: The run's `Checkpoints` callback, or `None`; set at
             its train begin.
         rollback: The run's `Rollback` (`keras_slim/_fit/rollback.py`),
-            set by `NanLossGuard(rollback=n)`; else `None`.
+            set by `NanLossGuard(rollback=n)` before the first batch, with
+            the functions of `checkpoints` it needs; else `None`.
 
     Example:
     ```python
@@ -163,7 +165,7 @@ class Run:
         self.settle()
         optimizer = self.model.optimizer
         k = accumulate.steps(optimizer) or 1
-        return int(_keras.micro_step_counter(optimizer).numpy()), k
+        return int(_keras_optimizer.micro_step_counter(optimizer).numpy()), k
 
     def resumed(self, path):
         """Records that `Checkpoints` restored `path` (or started afresh).

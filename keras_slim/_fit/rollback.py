@@ -1,10 +1,12 @@
 """Rollback on divergence: back to the last checkpoint, past the bad batch.
 
 `NanLossGuard(rollback=n)` (`--rollback_on_nan n`) gives the run a
-`Rollback`. When a step's loss or gradient is not finite, a `SlimModel`'s
-step raises before any variable changed; the train function hands the
-error here instead of to Keras, at most `n` times per `fit`. The
-rollback restores the run's last checkpoint with its input position (the
+`Rollback` before its first batch, with two functions of the fit's
+checkpoint saver: the last checkpoint, and its restore. When a step's loss
+or gradient is not finite, a `SlimModel`'s step raises before any
+variable changed; the train function hands the error here instead of to
+Keras, at most `n` times per `fit`. The rollback restores the run's last
+checkpoint with its input position (the
 model's and the optimizer's variables, and the host iterators, in place),
 replays the steps from there to the one before the failure (the same
 batches: the restored iterators give them again), drops the batch that
@@ -29,17 +31,33 @@ class Rollback:
     """The rollbacks left to one `fit`, and how to do one.
 
     Args:
-        run: The fit's `Run` (its model, position and `Checkpoints`).
+        model: The fitted model.
+        position: The run's `InputPosition` (`keras_slim/_fit/
+            position.py`).
         budget: How many rollbacks the `fit` may do.
+        latest: A function of no argument returning the newest checkpoint
+            to roll back to, or `None`.
+        restore: A function of a checkpoint path that restores it with
+            this worker's input position of its step (and the metrics'
+            state of that step).
 
     Example:
     ```python
-    run.rollback = Rollback(run, budget=2)  # by NanLossGuard(rollback=2)
+    run.rollback = Rollback(  # by NanLossGuard(rollback=2)
+        model,
+        run.position,
+        budget=2,
+        latest=lambda: saver.latest_checkpoint,
+        restore=saver.restore_with_position,
+    )
     ```
     """
 
-    def __init__(self, run, budget):
-        self._run = run
+    def __init__(self, model, position, *, budget, latest, restore):
+        self._model = model
+        self._position = position
+        self._latest = latest
+        self._restore = restore
         self.budget = budget
         self.done = []
 
@@ -48,14 +66,13 @@ class Rollback:
         changed nothing, with rollbacks left and a checkpoint to go to)."""
         if error.applied or len(self.done) >= self.budget:
             return False
-        saver = self._run.checkpoints
-        path = None if saver is None else saver.latest_checkpoint
+        path = self._latest()
         if path is None:
             return False
         # The replay reads on in the current pass: a checkpoint of an
         # earlier epoch is not rolled back to.
         saved = position_lib.saved(path)
-        return saved is not None and saved.epoch == self._run.position.epoch
+        return saved is not None and saved.epoch == self._position.epoch
 
     def roll_back(self, call, iterator, error):
         """Rolls back to the last checkpoint, replays to the step before
@@ -74,11 +91,10 @@ class Rollback:
             NanLossDuringTrainingError: for a step of the replay that is
                 not finite (the replay did not give the same steps).
         """
-        run = self._run
-        model = run.model
-        position = run.position
+        model = self._model
+        position = self._position
         failed = error.step
-        path = run.checkpoints.latest_checkpoint
+        path = self._latest()
         self.done.append(failed)
         logger.warning(
             "Non-finite %s at global step %d (epoch %d, batch %d of the "
@@ -93,7 +109,7 @@ class Rollback:
             len(self.done),
             self.budget,
         )
-        run.checkpoints.restore_with_position(path)
+        self._restore(path)
         while int(model.optimizer.iterations.numpy()) < failed - 1:
             call(iterator)
         position.drop_batch()

@@ -125,7 +125,6 @@ class NanLossGuard(RunCallback):
                     "it changed anything; this model's GradientPolicy has "
                     "check_numerics=False. Use check_numerics=True."
                 )
-            self._run.rollback = Rollback(self._run, self.rollback)
 
     def on_train_batch_begin(self, batch, logs=None):
         if self._checked:
@@ -139,12 +138,20 @@ class NanLossGuard(RunCallback):
                 "with steps_per_execution='auto' or 1. Received: "
                 f"steps_per_execution={self.model.steps_per_execution!r}"
             )
-        if self._run.checkpoints is None:
+        saver = self._run.checkpoints
+        if saver is None:
             raise ValueError(
                 f"NanLossGuard(rollback={self.rollback}) rolls back to the "
                 "last checkpoint: add a keras_slim.callbacks.Checkpoints "
                 "callback to the same fit."
             )
+        self._run.rollback = Rollback(
+            self.model,
+            self._run.position,
+            budget=self.rollback,
+            latest=lambda: saver.latest_checkpoint,
+            restore=saver.restore_with_position,
+        )
 
     def on_epoch_begin(self, epoch, logs=None):
         self._warned = False
