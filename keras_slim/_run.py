@@ -15,7 +15,6 @@ call from the next.
 import contextlib
 
 from keras_slim import _keras
-from keras_slim import _keras_optimizer
 from keras_slim import _signals
 from keras_slim import _strategy
 from keras_slim._step import accumulate
@@ -36,6 +35,9 @@ class Run:
 
     Attributes:
         model: The model.
+        mode: The deployment `Mode` of the model's strategy
+            (`keras_slim/_strategy.py`), decided once for the run and
+            handed to the feed, the loops and the train function.
         feed: The data feed (`keras_slim/_fit/feed.py`), or `None` for a
             plain model.
         position: The feed's `InputPosition` (`keras_slim/_fit/
@@ -62,6 +64,7 @@ class Run:
 
     def __init__(self, model, *, is_chief=None):
         self.model = model
+        self.mode = _strategy.mode(model.distribute_strategy)
         self.chief_override = is_chief
         self.feed = None
         self.position = None
@@ -80,9 +83,9 @@ class Run:
     @property
     def is_chief(self):
         """Whether this process writes checkpoints, summaries and traces."""
-        return _strategy.is_chief(
-            self.model.distribute_strategy, override=self.chief_override
-        )
+        if self.chief_override is not None:
+            return bool(self.chief_override)
+        return self.mode.chief
 
     @property
     def step_options(self):
@@ -163,9 +166,7 @@ class Run:
         one global step (`gradient_accumulation_steps`, else 1); read
         once the steps in flight settled."""
         self.settle()
-        optimizer = self.model.optimizer
-        k = accumulate.steps(optimizer) or 1
-        return int(_keras_optimizer.micro_step_counter(optimizer).numpy()), k
+        return accumulate.batch_count(self.model.optimizer)
 
     def resumed(self, path):
         """Records that `Checkpoints` restored `path` (or started afresh).

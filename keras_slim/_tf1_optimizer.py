@@ -17,7 +17,7 @@ import numbers
 import keras
 import tensorflow as tf
 
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import checks
 
 _RATE = (
@@ -171,7 +171,9 @@ class TF1Optimizer(keras.optimizers.Optimizer):
         Returns:
             A `keras.Variable`.
         """
-        return self._slots[name][_keras.optimizer_variable_index(self, var)]
+        return self._slots[name][
+            _keras_optimizer.optimizer_variable_index(self, var)
+        ]
 
     def update_step(self, gradient, variable, learning_rate):
         """Runs TF1's kernel on `variable` and its slots.

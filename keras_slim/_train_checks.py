@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim._step import apply
@@ -199,7 +199,7 @@ def _check_arrays(x, y):
 def _check_learning_rate(optimizer):
     """A learning rate that is not a finite number, or a constant one that
     is not positive, fails before the first step."""
-    inner = _keras.inner_optimizer(optimizer)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
     configured = inner.get_config().get("learning_rate")
     try:
         value = float(keras.ops.convert_to_numpy(inner.learning_rate))
@@ -262,13 +262,13 @@ def checked(model, args):
 
 def _check_startup_delay(delay, strategy):
     mode = _strategy.mode(strategy)
-    if delay > 0 and mode.multi_worker:
+    if delay > 0 and mode.workers_in_lockstep:
         raise ValueError(
             "`startup_delay_steps` must be 0 under a synchronous "
             "multi-worker strategy (TF-Slim: with `sync_optimizer`). "
             f"Received: startup_delay_steps={delay}"
         )
-    if delay > 0 and not mode.parameter_server:
+    if delay > 0 and not mode.workers_apply_own_steps:
         raise ValueError(
             "`startup_delay_steps` staggers asynchronous workers that share "
             "a global step on parameter servers (ParameterServerStrategy, "
@@ -298,7 +298,7 @@ def training_data(model, settings):
     """
     bounded = settings.number_of_steps is not None or settings.steps is not None
     data, batch_size = settings.data, settings.batch_size
-    if _strategy.mode(model.distribute_strategy).parameter_server:
+    if _strategy.mode(model.distribute_strategy).needs_coordinator:
         # Workers read their own datasets: the step count bounds the run.
         if not bounded:
             raise ValueError(

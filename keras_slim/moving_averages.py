@@ -13,7 +13,7 @@ averages (so checkpoints, evaluation, export and Keras's
 
 import keras
 
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 
 __all__ = ["decay_at", "warm_up"]
 
@@ -71,7 +71,7 @@ def warm_up(optimizer):
     model.compile(optimizer=optimizer, loss="mse")
     ```
     """
-    inner = _keras.inner_optimizer(optimizer)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
     if not getattr(inner, "use_ema", False):
         raise ValueError(
             "Invalid value for argument `optimizer`. Received: "
@@ -79,7 +79,9 @@ def warm_up(optimizer):
             "moving averages of an optimizer that keeps them: build it "
             "with use_ema=True and ema_momentum=<TF1's decay>."
         )
-    _keras.replace_moving_averages(inner, start=_start, update=_update)
+    _keras_optimizer.replace_moving_averages(
+        inner, start=_start, update=_update
+    )
     return optimizer
 
 

@@ -28,7 +28,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _variable_maps
 from keras_slim.checkpoints import list_variables
 from keras_slim.gradients import variable_path
@@ -98,7 +98,7 @@ def training_checkpoint(model, *, data=None, names=None):
         STRUCTURE_KEY: structure,
     }
     _build_moving_averages(model)
-    averages = _keras.moving_averages(model.optimizer)
+    averages = _keras_optimizer.moving_averages(model.optimizer)
     if averages:
         # The same variables as the optimizer's slots: saved once.
         by_variable = {id(v): name for name, v in variables.items()}
@@ -117,7 +117,7 @@ def _build_moving_averages(model):
     built yet (on the trainable variables, as the train step does), so
     that every checkpoint holds the averages."""
     optimizer = model.optimizer
-    inner = _keras.inner_optimizer(optimizer)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
     if getattr(inner, "use_ema", False) and not inner.built:
         if model.trainable_variables:
             with model.distribute_strategy.scope():

@@ -1,7 +1,8 @@
 """Every private Keras internal keras_slim touches, pinned and checked.
 
 keras_slim pins `keras==3.15.*` and reaches into Keras and TensorFlow in
-one module, `keras_slim/_keras.py`. When the pin moves, these tests say
+`keras_slim/_keras.py` (the optimizers' internals in
+`keras_slim/_keras_optimizer.py`). When the pin moves, these tests say
 which internal changed; the behavioural ones also say whether a
 workaround is still needed.
 """
@@ -21,10 +22,12 @@ from keras.src.models import model as model_module
 
 import keras_slim
 from keras_slim import _keras
-from keras_slim import _optimizer
+from keras_slim import _keras_optimizer
 from keras_slim._fit import multi_worker
+from keras_slim._step import apply as step_apply
 from tests.helpers import classification_data
 from tests.helpers import compile_model
+from tests.helpers import global_step
 from tests.helpers import mlp
 
 
@@ -79,14 +82,14 @@ def test_optimizer_sums_across_replicas_unless_presummed(mirrored):
         variable = keras.Variable(np.zeros(2, "float32"))
         optimizer = keras.optimizers.SGD(1.0)
         optimizer.build([variable])
-    _optimizer.install(optimizer)
+    step_apply.install(optimizer)
 
     @tf.function
     def step(presummed):
         def replica_fn():
             grad = tf.ones(2)
             if presummed:
-                with _optimizer.presummed(optimizer):
+                with step_apply.presummed(optimizer):
                     optimizer.apply([grad], [variable])
             else:
                 optimizer.apply([grad], [variable])
@@ -260,8 +263,8 @@ def test_epoch_loop_details_the_blocks_rely_on(mirrored):
 
 def test_only_keras_internals_module_imports_private_modules():
     """`grep -rln "keras.src" keras_slim/` lists the library's internals
-    module and the image app's (tests/image/test_keras_internals.py pins
-    that one's)."""
+    modules (the optimizers' apart) and the image app's
+    (tests/image/test_keras_internals.py pins that one's)."""
     import pathlib
 
     package = pathlib.Path(keras_slim.__file__).parent
@@ -272,7 +275,8 @@ def test_only_keras_internals_module_imports_private_modules():
         or "tensorflow.python" in p.read_text()
         or "tensorflow.core" in p.read_text()
     )
-    assert importers == ["_keras.py", "image/_keras.py"]
+    internals = ["_keras.py", "_keras_optimizer.py", "image/_keras.py"]
+    assert importers == internals
 
 
 def test_every_name_of_the_internals_module_works():
@@ -323,8 +327,8 @@ def test_the_sum_replacement_is_per_optimizer_instance():
         seen.append(original)
         return lambda grads_and_vars: original(grads_and_vars)
 
-    first = _keras.replace_all_reduce_sum(one, make)
-    assert _keras.replace_all_reduce_sum(one, make) is first
+    first = _keras_optimizer.replace_all_reduce_sum(one, make)
+    assert _keras_optimizer.replace_all_reduce_sum(one, make) is first
     assert len(seen) == 1 and seen[0].__self__ is one
     assert "_all_reduce_sum_gradients" not in vars(other)
 
@@ -378,7 +382,9 @@ def test_the_two_patches_of_public_keras_attributes():
     def capture(variables):
         seen.append([v.numpy().copy() for v in variables])
 
-    undo = _keras.before_averages_replace_weights(averaged.optimizer, capture)
+    undo = _keras_optimizer.before_averages_replace_weights(
+        averaged.optimizer, capture
+    )
     averaged.fit(x, y, batch_size=8, verbose=0)
     undo()
     assert "finalize_variable_values" not in vars(averaged.optimizer)
@@ -397,11 +403,13 @@ def test_optimizer_variable_index_of_one_devices_component(mirrored):
         second = keras.Variable(np.zeros(3, "float32"))
         optimizer = keras.optimizers.SGD(0.1)
         optimizer.build([first, second])
-    assert _keras.optimizer_variable_index(optimizer, second) == 1
+    assert _keras_optimizer.optimizer_variable_index(optimizer, second) == 1
     components = mirrored.experimental_local_results(second.value)
     assert len(components) == 4
     for component in components:
-        assert _keras.optimizer_variable_index(optimizer, component) == 1
+        assert (
+            _keras_optimizer.optimizer_variable_index(optimizer, component) == 1
+        )
     # Keras's own optimizers look their slots up the same way.
     source = inspect.getsource(keras.optimizers.SGD.update_step)
     assert "self._get_variable_index(variable)" in source
@@ -420,12 +428,12 @@ def test_the_step_and_decay_lr_multipliers_replace():
         keras.optimizers.Optimizer._backend_apply_gradients
     )
     assert "self._apply_weight_decay(trainable_variables)" in base
-    assert _keras.has_keras_weight_decay(keras.optimizers.AdamW())
-    assert not _keras.has_keras_weight_decay(keras.optimizers.Muon())
+    assert _keras_optimizer.has_keras_weight_decay(keras.optimizers.AdamW())
+    assert not _keras_optimizer.has_keras_weight_decay(keras.optimizers.Muon())
     one, other = keras.optimizers.AdamW(), keras.optimizers.AdamW()
     for replace, name in (
-        (_keras.replace_update_step, "update_step"),
-        (_keras.replace_weight_decay, "_apply_weight_decay"),
+        (_keras_optimizer.replace_update_step, "update_step"),
+        (_keras_optimizer.replace_weight_decay, "_apply_weight_decay"),
     ):
         seen = []
 
@@ -461,16 +469,16 @@ def test_gradient_accumulation_internals():
     schedule = keras.optimizers.schedules.ExponentialDecay(1.0, 1, 0.5)
     optimizer = keras.optimizers.SGD(schedule, gradient_accumulation_steps=3)
     optimizer.build(model.trainable_variables)
-    sums = _keras.accumulators(optimizer, model.trainable_variables)
+    sums = _keras_optimizer.accumulators(optimizer, model.trainable_variables)
     assert [s.shape for s in sums] == [
         v.shape for v in model.trainable_variables
     ]
-    counter = _keras.micro_step_counter(optimizer)
+    counter = _keras_optimizer.micro_step_counter(optimizer)
     counter.assign(7)
-    assert int(optimizer.iterations.numpy()) == 2
-    _keras.schedule_at_optimizer_steps(optimizer)
+    assert global_step(optimizer) == 2
+    _keras_optimizer.schedule_at_optimizer_steps(optimizer)
     assert float(optimizer.learning_rate.numpy()) == 0.25
-    _keras.replace_accumulating_apply(optimizer, lambda: True)
+    _keras_optimizer.replace_accumulating_apply(optimizer, lambda: True)
     grads = [tf.ones_like(v) for v in model.trainable_variables]
     before = [v.numpy() for v in model.trainable_variables]
     optimizer.apply(grads, model.trainable_variables)
@@ -526,12 +534,10 @@ def test_the_moving_average_replacement():
     variable = keras.Variable(np.ones(2, "float32"))
     optimizer = keras.optimizers.SGD(0.5, use_ema=True, ema_momentum=0.5)
     seen = []
-    _keras.replace_moving_averages(
+    _keras_optimizer.replace_moving_averages(
         optimizer,
         start=lambda variables, averages: seen.append("start"),
-        update=lambda opt, variables, averages: seen.append(
-            int(opt.iterations.numpy())
-        ),
+        update=lambda opt, variables, averages: seen.append(global_step(opt)),
     )
     optimizer.build([variable])
     optimizer.apply([tf.constant([1.0, 1.0])], [variable])

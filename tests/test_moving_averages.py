@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import moving_averages
 from tests import tf_slim_peer
 from tests.helpers import global_step
@@ -84,7 +84,7 @@ class ReadAverages(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         optimizer = self.model.optimizer
-        pairs = _keras.moving_averages(optimizer)
+        pairs = _keras_optimizer.moving_averages(optimizer)
         step = global_step(optimizer)
         self.by_step[step] = [np.array(a.numpy()) for _, a in pairs]
 

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import optimizers
 from tests import optimizer_problem as problem
 from tests.helpers import global_step
@@ -294,7 +294,7 @@ def test_use_ema_averages_the_weights_as_keras():
     optimizer = optimizers.RMSProp(0.1, use_ema=True, ema_momentum=0.5)
     first = problem.train(optimizer, variables, False, 1)
     second = problem.train(optimizer, variables, False, 1)
-    pairs = _keras.moving_averages(optimizer)
+    pairs = _keras_optimizer.moving_averages(optimizer)
     assert [v.name for v, _ in pairs] == ["kernel", "bias", "scale"]
     for (_, average), a, b in zip(pairs, first, second):
         # Keras's: the first step copies the weights, then the momentum.

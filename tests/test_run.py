@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import keras_slim
 from keras_slim import _run
+from keras_slim import _strategy
 from keras_slim.callbacks import Checkpoints
 from keras_slim.callbacks import RunView
 from keras_slim.callbacks import StepCallback
@@ -53,6 +54,22 @@ def test_start_joins_an_explicit_run_and_removes_it_after():
         assert _run.of(model, params={"epochs": 1}) is outer
         assert not outer.is_chief
     assert _current(model) is None
+
+
+def test_the_run_decides_the_deployment_mode_once(monkeypatch):
+    """The run keeps the `Mode` decided at its start and hands it on;
+    reading it asks the strategy nothing again."""
+    model = common.model()
+    with _run.start(model) as run:
+        mode = run.mode
+        assert mode == _strategy.mode(model.distribute_strategy)
+
+        def asked_again(strategy):
+            raise AssertionError("the run's Mode was decided again")
+
+        monkeypatch.setattr(_strategy, "mode", asked_again)
+        assert run.mode is mode
+        assert run.is_chief is mode.chief
 
 
 @pytest.mark.parametrize("kind", ["slim", "keras"])
@@ -237,10 +254,10 @@ def test_the_package_has_no_import_circle():
 
 def test_the_run_imports_nothing_above_it():
     assert _module_graph()["keras_slim._run"] == {
-        "keras_slim._accumulation",
         "keras_slim._keras",
         "keras_slim._signals",
         "keras_slim._strategy",
+        "keras_slim._step.accumulate",
     }
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 from keras_slim._step import accumulate
 
@@ -69,7 +70,7 @@ def choose(model, x, kwargs):
         A positive int.
     """
     mode = _strategy.mode(model.distribute_strategy)
-    if mode.multi_worker:
+    if mode.runs_one_step_per_call:
         return 1
     if mode.needs_coordinator:
         return _on_parameter_servers(model, kwargs)
@@ -128,7 +129,7 @@ def _callback_steps(model, kwargs):
     # at batch g * k (`keras_slim/_step/accumulate.py`).
     k = accumulate.steps(optimizer) or 1
     constraints = [k * int(c) for c in constraints]
-    start = int(_keras.micro_step_counter(optimizer).numpy())
+    start = int(_keras_optimizer.micro_step_counter(optimizer).numpy())
     return [start, *constraints] if start > 0 else constraints
 
 

@@ -28,6 +28,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim._fit import loops
@@ -226,8 +227,8 @@ def make_updates_atomic(model):
     """
     optimizer = model.optimizer
     variables = list(model.variables) + list(optimizer.variables)
-    if _keras.loss_scale_optimizer(optimizer) is not None:
-        variables += list(_keras.inner_optimizer(optimizer).variables)
+    if _keras_optimizer.loss_scale_optimizer(optimizer) is not None:
+        variables += list(_keras_optimizer.inner_optimizer(optimizer).variables)
     variables += list(model.metrics_variables)
     for variable in variables:
         _keras.make_assign_add_atomic(variable)

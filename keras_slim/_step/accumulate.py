@@ -24,11 +24,13 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 
 __all__ = [
     "Accumulate",
     "StepLossMean",
+    "batch_count",
     "check",
     "install",
     "micro_step",
@@ -46,8 +48,22 @@ def steps(optimizer):
     Returns:
         An int >= 2, or `None` when it does not accumulate.
     """
-    inner = _keras.inner_optimizer(optimizer)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
     return getattr(inner, "gradient_accumulation_steps", None) or None
+
+
+def batch_count(optimizer):
+    """`(batches, k)`: the batches (micro-steps) `optimizer` applied so
+    far, and the batches of one global step (`k`, else 1), as ints.
+
+    Args:
+        optimizer: A built Keras optimizer.
+
+    Returns:
+        A pair of ints, read on the host.
+    """
+    k = steps(optimizer) or 1
+    return int(_keras_optimizer.micro_step_counter(optimizer).numpy()), k
 
 
 def step_loss(model):
@@ -79,7 +95,7 @@ def check(model):
     k = steps(optimizer)
     if k is None:
         return
-    if _strategy.mode(model.distribute_strategy).parameter_server:
+    if _strategy.mode(model.distribute_strategy).workers_apply_own_steps:
         raise ValueError(
             "Invalid value for argument `gradient_accumulation_steps`. "
             f"Received: gradient_accumulation_steps={k} under "
@@ -89,7 +105,7 @@ def check(model):
             "MultiWorkerMirroredStrategy, or raise `replicas_to_aggregate` "
             "(or the batch size) instead."
         )
-    if _keras.loss_scale_optimizer(optimizer) is not None:
+    if _keras_optimizer.loss_scale_optimizer(optimizer) is not None:
         raise ValueError(
             "Invalid value for argument `gradient_accumulation_steps`. "
             f"Received: gradient_accumulation_steps={k} on the optimizer "
@@ -113,8 +129,8 @@ def install(optimizer, active):
     """
     if steps(optimizer) is None:
         return
-    _keras.replace_accumulating_apply(optimizer, active)
-    _keras.schedule_at_optimizer_steps(optimizer)
+    _keras_optimizer.replace_accumulating_apply(optimizer, active)
+    _keras_optimizer.schedule_at_optimizer_steps(optimizer)
 
 
 class StepLossMean:
@@ -160,7 +176,7 @@ class StepLossMean:
             batch_size: This replica's share of the batch.
         """
         k = steps(optimizer)
-        counter = _keras.micro_step_counter(optimizer)
+        counter = _keras_optimizer.micro_step_counter(optimizer)
         starts = tf.equal(counter % k, 0)
         ends = tf.equal((counter + 1) % k, 0)
         size = tf.cast(batch_size, "float32")
@@ -179,7 +195,7 @@ class StepLossMean:
         a multi-step call records after each micro-batch
         (`keras_slim/_fit/loops.py`)."""
         ended = tf.equal(
-            _keras.micro_step_counter(optimizer) % steps(optimizer), 0
+            _keras_optimizer.micro_step_counter(optimizer) % steps(optimizer), 0
         )
         return tf.stack(
             [
@@ -221,8 +237,10 @@ def micro_step(optimizer, grads, variables, *, loss, update, idle=None):
     if not present:
         return update(list(grads))
     summed = _poisoned([tf.convert_to_tensor(grads[i]) for i in present], loss)
-    sums = _keras.accumulators(optimizer, [variables[i] for i in present])
-    counter = _keras.micro_step_counter(optimizer)
+    sums = _keras_optimizer.accumulators(
+        optimizer, [variables[i] for i in present]
+    )
+    counter = _keras_optimizer.micro_step_counter(optimizer)
 
     def last(summed):
         means = list(grads)

@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim._step import accumulate as accumulate_lib
 from keras_slim._step import gate as gate_lib
 from keras_slim._step import lr_factors
@@ -47,7 +48,7 @@ def check(model):
     ```
     """
     optimizer = getattr(model, "optimizer", model)
-    inner = _keras.inner_optimizer(optimizer)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
     if isinstance(inner, keras.optimizers.MultiOptimizer):
         raise ValueError(
             "Invalid value for argument `optimizer`. Received: "
@@ -86,8 +87,8 @@ def install(optimizer):
     Returns:
         The installed switch.
     """
-    inner = _keras.inner_optimizer(optimizer)
-    switch = _keras.replace_all_reduce_sum(inner, _switch)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
+    switch = _keras_optimizer.replace_all_reduce_sum(inner, _switch)
     # An accumulating optimizer updates at once when keras_slim applies.
     accumulate_lib.install(inner, lambda: switch.depth > 0)
     return switch
@@ -120,7 +121,7 @@ def gradient_scale(optimizer):
         `dynamic_scale` for a `LossScaleOptimizer`, `loss_scale_factor` when
         set, else `None`.
     """
-    if _keras.loss_scale_optimizer(optimizer) is not None:
+    if _keras_optimizer.loss_scale_optimizer(optimizer) is not None:
         return optimizer.dynamic_scale
     return getattr(optimizer, "loss_scale_factor", None)
 
@@ -138,7 +139,7 @@ class OptimizerSteps:
     def advance(self):
         """Counts a skipped micro-step (`iterations` is its quotient when
         Keras's `gradient_accumulation_steps` is set)."""
-        _keras.micro_step_counter(self._optimizer).assign_add(1)
+        _keras_optimizer.micro_step_counter(self._optimizer).assign_add(1)
 
     def read(self):
         """The global step, as a tensor."""
@@ -173,7 +174,7 @@ class Apply:
 
     def describe(self):
         """One line: the optimizer, and what is installed on it."""
-        inner = _keras.inner_optimizer(self.optimizer)
+        inner = _keras_optimizer.inner_optimizer(self.optimizer)
         what = f"{type(inner).__name__} on the summed gradients"
         if self.lr_multipliers is not None:
             scaled = sum(m is not None for m in self.lr_multipliers)

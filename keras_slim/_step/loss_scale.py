@@ -16,7 +16,7 @@ the scale, skip the step). The arithmetic is Keras's
 
 import tensorflow as tf
 
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 
 
@@ -34,7 +34,7 @@ def dynamic(optimizer):
     dynamic(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
     ```
     """
-    if _keras.loss_scale_optimizer(optimizer) is not None and hasattr(
+    if _keras_optimizer.loss_scale_optimizer(optimizer) is not None and hasattr(
         optimizer, "dynamic_growth_steps"
     ):
         return optimizer
@@ -67,7 +67,7 @@ def check(model):
     if optimizer is None:
         return
     mode = _strategy.mode(model.distribute_strategy)
-    if mode.parameter_server and mode.sync is None:
+    if mode.applies_steps_asynchronously:
         raise ValueError(
             "Invalid value for argument `optimizer`. Received: "
             f"optimizer={type(optimizer).__name__} (the dynamic loss scale "
@@ -100,7 +100,7 @@ def apply_unscaled(optimizer, grads, variables):
         else _divide(g, scale)
         for g, v in zip(grads, variables)
     ]
-    _keras.inner_optimizer(optimizer).apply(unscaled, variables)
+    _keras_optimizer.inner_optimizer(optimizer).apply(unscaled, variables)
     counter = optimizer.step_counter
 
     def grow():

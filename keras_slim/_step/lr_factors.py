@@ -25,7 +25,7 @@ import weakref
 
 import tensorflow as tf
 
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 
 _LOCK = threading.Lock()
 
@@ -48,7 +48,9 @@ class _Scaling:
         `None` outside the context or without one."""
         if not self.depth or not self.table:
             return None
-        index = _keras.optimizer_variable_index(self.optimizer, variable)
+        index = _keras_optimizer.optimizer_variable_index(
+            self.optimizer, variable
+        )
         return self.table.get(index)
 
 
@@ -63,9 +65,10 @@ def check(optimizer):
             (not Keras's decoupled `var -= var * weight_decay * lr`), such
             as Muon's, which the multipliers would not scale.
     """
-    inner = _keras.inner_optimizer(optimizer)
-    if inner.weight_decay is not None and not _keras.has_keras_weight_decay(
-        inner
+    inner = _keras_optimizer.inner_optimizer(optimizer)
+    if (
+        inner.weight_decay is not None
+        and not _keras_optimizer.has_keras_weight_decay(inner)
     ):
         raise ValueError(
             "GradientPolicy's `lr_multipliers` and `layer_decay` scale "
@@ -129,12 +132,12 @@ def install(optimizer):
     Returns:
         The optimizer's `_Scaling` state.
     """
-    inner = _keras.inner_optimizer(optimizer)
+    inner = _keras_optimizer.inner_optimizer(optimizer)
     state = _STATES.get(inner)
     if state is None:
         state = _Scaling(inner)
-        _keras.replace_update_step(inner, _update_step(state))
-        _keras.replace_weight_decay(inner, _weight_decay(state))
+        _keras_optimizer.replace_update_step(inner, _update_step(state))
+        _keras_optimizer.replace_weight_decay(inner, _weight_decay(state))
         # Kept beside the optimizer, not on it: no state to checkpoint.
         _STATES[inner] = state
     return state
@@ -160,7 +163,7 @@ def scaled(optimizer, variables, multipliers):
     state = install(optimizer)
     inner = state.optimizer
     table = {
-        _keras.optimizer_variable_index(inner, v): m
+        _keras_optimizer.optimizer_variable_index(inner, v): m
         for v, m in zip(variables, multipliers)
         if m is not None
     }

@@ -9,9 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_slim import _checkpoint_dir
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import _stop_agreement
-from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim import training_state
 from keras_slim.callbacks import _resume
@@ -235,7 +234,7 @@ class Checkpoints(StepCallback):
         # at the same steps: on time, when the chief says so.
         self._agree = _stop_agreement.StopAgreement(strategy)
         self._due, self._clock = self._trigger, None
-        lockstep = _strategy.mode(strategy).workers_in_lockstep
+        lockstep = self._run.mode.workers_in_lockstep
         if lockstep and self._trigger.every_n_secs:
             self._due = IntervalTrigger(
                 every_n_steps=self._trigger.every_n_steps
@@ -254,7 +253,7 @@ class Checkpoints(StepCallback):
         """Each worker's own input position, under several workers that
         read their own shares on the host; else `None`."""
         feed = self._run.feed
-        if not _strategy.mode(strategy).reads_worker_shares or not (
+        if not self._run.mode.reads_worker_shares or not (
             feed is not None and feed.reads_host
         ):
             return None
@@ -283,7 +282,9 @@ class Checkpoints(StepCallback):
         def keep(variables):
             self._training_weights = [(v, v.numpy()) for v in variables]
 
-        self._forget = _keras.before_averages_replace_weights(optimizer, keep)
+        self._forget = _keras_optimizer.before_averages_replace_weights(
+            optimizer, keep
+        )
         self._run.at_end(self._forget_training_weights)
 
     def _forget_training_weights(self):

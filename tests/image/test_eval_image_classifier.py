@@ -367,7 +367,7 @@ def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
     import keras
     import tensorflow as tf
 
-    from keras_slim import _keras
+    from keras_slim import _keras_optimizer
     from keras_slim import checkpoints
     from keras_slim import training_state
 
@@ -377,7 +377,7 @@ def test_eval_uses_the_moving_averages_a_checkpoint_holds(tmp_path):
         loss="mse",
     )
     saved = training_state.training_checkpoint(model)  # builds the averages
-    averages = _keras.moving_averages(model.optimizer)
+    averages = _keras_optimizer.moving_averages(model.optimizer)
     assert len(averages) == len(model.trainable_variables) > 0
     for i, (variable, average) in enumerate(averages):
         variable.assign(tf.zeros_like(variable))

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 import keras_slim
-from keras_slim import _keras
+from keras_slim import _keras_optimizer
 from keras_slim import callbacks
 
 # The repository's root, for the model the tests share (tests/helpers.py).
@@ -165,6 +165,8 @@ else:
         log_every_n_steps=5,
     )
 result["weights"] = [w.tolist() for w in model.get_weights()]
-result["batches"] = int(_keras.micro_step_counter(model.optimizer).numpy())
+result["batches"] = int(
+    _keras_optimizer.micro_step_counter(model.optimizer).numpy()
+)
 with open(os.path.join(out_dir, f"result-{task}.json"), "w") as f:
     json.dump(result, f)
