@@ -346,7 +346,7 @@ def make_assign_add_atomic(variable):
 
     Keras 3's are `assign(self + value)`, a read-modify-write that
     asynchronous workers on parameter servers interleave, losing updates
-    (docs/internals.md, "Private Keras internals"). Set on the instance only,
+    (docs/design.md, "Private Keras internals"). Set on the instance only,
     so no other variable, model or thread changes.
 
     Args:

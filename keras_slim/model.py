@@ -173,7 +173,7 @@ class SlimModel(keras.Model):
         runs as many steps per call of the train function (up to 32) as
         the callbacks allow, every step a keras_slim callback must see
         staying the last step of a call, and reads a `tf.data.Dataset` a
-        block of that many batches at a time (docs/internals.md).
+        block of that many batches at a time (docs/design.md).
 
         Args:
             x: Input data, as for `keras.Model.fit`.

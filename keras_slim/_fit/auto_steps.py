@@ -4,7 +4,7 @@ With `compile(steps_per_execution="auto")`, each `fit` runs the largest
 number of steps per call of the train function, up to `MAX_STEPS`, that
 ends a call on every global step a callback must see (`step_multiples`),
 or one step per call where a callback acts on batches without saying
-which. docs/internals.md ("Steps per call, chosen per fit") gives the rule,
+which. docs/design.md ("Steps per call, chosen per fit") gives the rule,
 with its parameter-server variant.
 """
 

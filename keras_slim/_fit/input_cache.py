@@ -3,7 +3,7 @@
 A `fit` prepares the dataset it is given (`feed.HostFeed`): the threading
 options `input_options` chooses, the blocks of batches, the stateful-op
 check. The model's train function keeps one `InputCache`, so a loop of
-`fit` calls on the same dataset does that once (docs/internals.md, "A fit
+`fit` calls on the same dataset does that once (docs/design.md, "A fit
 call's fixed cost, and the input's threads").
 """
 

@@ -9,31 +9,31 @@ leaves in the run for the callbacks that log single steps.
 `multi_step_functions`, `scheduled_steps_function` and
 `fed_steps_function` make the compiled functions of the train function
 and of parameter-server workers.
-docs/internals.md ("Private Keras internals", "Steps per call") says why.
+docs/design.md ("Private Keras internals", "Steps per call") says why.
 """
 
 import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import replicas
 from keras_slim._step import accumulate
 from keras_slim._step import gate
 
 
-def reduce_step_outputs(outputs, strategy):
+def reduce_step_outputs(outputs, strategy, *, mode):
     """Keras's `reduce_per_replica(..., "auto")`, scalars fixed under MWMS.
 
     Args:
         outputs: A step's per-replica logs.
         strategy: The strategy the step ran under.
+        mode: The run's deployment `Mode` (`Run.mode`).
 
     Returns:
         The reduced logs.
     """
-    if not _strategy.mode(strategy).multi_worker:
+    if not mode.reduces_logs_itself:
         return _keras.reduce_step_outputs_auto(outputs, strategy)
 
     def mean(value):
@@ -250,12 +250,13 @@ def run_steps(one_step, source, steps, records):
     return outputs, records.result(recorded)
 
 
-def step_on_data(model, step_function):
+def step_on_data(model, step_function, *, mode):
     """`step_function` on one batch, run on every replica and reduced.
 
     Args:
         model: The Keras model.
         step_function: The per-replica step, usually `model.train_step`.
+        mode: The run's deployment `Mode` (`Run.mode`).
 
     Returns:
         A `tf.function` of a batch returning the step's reduced logs.
@@ -273,7 +274,7 @@ def step_on_data(model, step_function):
             verdict = strategy.experimental_local_results(
                 outputs.pop(gate.VERDICT)
             )[0]
-        outputs = reduce_step_outputs(outputs, strategy)
+        outputs = reduce_step_outputs(outputs, strategy, mode=mode)
         if verdict is not None:
             outputs[gate.VERDICT] = verdict
         return outputs
@@ -291,7 +292,7 @@ def step_on_data(model, step_function):
     return _keras.autoconvert_optionals(model, checked_step_on_data)
 
 
-def multi_step_functions(model, step_function):
+def multi_step_functions(model, step_function, *, mode):
     """The functions of one call: on Keras's iterators, on host iterators,
     on blocks.
 
@@ -303,6 +304,7 @@ def multi_step_functions(model, step_function):
     Args:
         model: The Keras model (TensorFlow trainer).
         step_function: The per-replica step, usually `model.train_step`.
+        mode: The run's deployment `Mode` (`Run.mode`).
 
     Returns:
         `(on_iterator, on_host, on_blocks, on_python)`: `tf.function`s of
@@ -313,11 +315,11 @@ def multi_step_functions(model, step_function):
         logs.
     """
     strategy = model.distribute_strategy
-    record = not _strategy.mode(strategy).multi_worker
-    one_step = step_on_data(model, step_function)
+    record = mode.loop_records_step_losses
+    one_step = step_on_data(model, step_function, mode=mode)
 
     def split(batch):
-        return replicas.split(batch, strategy)
+        return replicas.split(batch, strategy, mode=mode)
 
     @tf.autograph.experimental.do_not_convert
     def on_iterator(iterator):

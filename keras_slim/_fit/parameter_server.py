@@ -9,7 +9,7 @@ the coordinator, which sends each call its batches and saves the position
 (`scheduled_input.py`); a dataset function is read by each worker. The
 loop is Keras's epoch loop: the run's `Position` callback first, a
 restored epoch and step to start from. With synchronous settings on the
-strategy, the steps are `sync_replicas.SyncSteps`. docs/internals.md
+strategy, the steps are `sync_replicas.SyncSteps`. docs/design.md
 ("Private Keras internals") and docs/how_it_works.md ("Parameter servers:
 no batch lost or repeated") give the details.
 """
