@@ -11,6 +11,7 @@ from keras_slim import _optimizer
 from keras_slim import _run
 from tests.helpers import classification_data
 from tests.helpers import compile_model
+from tests.helpers import global_step
 from tests.helpers import max_abs_diff
 from tests.helpers import mlp
 from tests.helpers import weights
@@ -141,7 +142,7 @@ def test_nan_loss_skips_step_and_raises(steps_per_execution):
     assert np.isnan(info.value.loss)
     assert "loss = nan at global step 3" in str(info.value)
     assert "LossTensor is inf or nan" in str(info.value)
-    assert int(model.optimizer.iterations.numpy()) == 2
+    assert global_step(model) == 2
     # The two finite steps ran, the NaN step changed nothing.
     assert max_abs_diff(weights(model), weights(reference)) == 0.0
     for variable in model.optimizer.variables:
@@ -167,7 +168,7 @@ def test_check_numerics_false_trains_through():
     model = compile_model(mlp(policy))
     history = model.fit(x, y, batch_size=32, shuffle=False, verbose=0)
     assert np.isnan(history.history["loss"][0])
-    assert int(model.optimizer.iterations.numpy()) == 4
+    assert global_step(model) == 4
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 4])
@@ -190,7 +191,7 @@ def test_nan_check_under_xla_fails_the_step(steps_per_execution):
     assert info.value.step == 3
     assert np.isnan(info.value.loss)
     assert info.value.cause == "loss"
-    assert int(model.optimizer.iterations.numpy()) == 2
+    assert global_step(model) == 2
     assert max_abs_diff(weights(model), weights(reference)) == 0.0
     for variable in model.optimizer.variables:
         assert np.all(np.isfinite(variable.numpy()))
@@ -263,7 +264,7 @@ def test_jit_compile_with_several_local_replicas_is_an_error(mirrored):
         model = compile_model(mlp(), jit_compile=True)
     with pytest.raises(ValueError, match="jit_compile=True under a strategy"):
         model.fit(x, y, verbose=0)
-    assert int(model.optimizer.iterations.numpy()) == 0
+    assert global_step(model) == 0
 
 
 def test_jit_compile_without_check_numerics():
@@ -284,7 +285,7 @@ def test_unmatched_pattern_fails_before_any_step():
     before = weights(model)
     with pytest.raises(ValueError, match="'conv1/.\\*' of the gradient"):
         model.fit(x, y, verbose=0)
-    assert int(model.optimizer.iterations.numpy()) == 0
+    assert global_step(model) == 0
     assert max_abs_diff(weights(model), before) == 0.0
 
 
@@ -441,7 +442,7 @@ def test_subclassed_model_built_on_first_trace():
         )
     )
     model.fit(x, y, batch_size=32, verbose=0)
-    assert int(model.optimizer.iterations.numpy()) == 2
+    assert global_step(model) == 2
     assert [v.path for v in model._policy_plan.variables] == [
         "subclassed/fc1/kernel",
         "subclassed/fc1/bias",
@@ -474,7 +475,7 @@ def test_nonfinite_step_skipped_silently_when_not_raising(jit_compile):
             x, y, batch_size=32, shuffle=False, verbose=0, callbacks=[guard]
         )
         assert run.step_options.skipped_steps.read() == (1, 3, 3)
-    assert int(model.optimizer.iterations.numpy()) == 4
+    assert global_step(model) == 4
     assert max_abs_diff(weights(model), weights(reference)) < 1e-6
 
 
@@ -500,7 +501,7 @@ def test_keras_iterates_an_unread_dataset(monkeypatch):
     assert all(isinstance(g, _keras.UnreadDataset) for g in given)
     assert given[0].element_spec == data.element_spec
     assert int(given[0].cardinality) == tf.data.INFINITE_CARDINALITY
-    assert int(short.optimizer.iterations.numpy()) == 4
+    assert global_step(short) == 4
     untrained = compile_model(mlp(), metrics=[])
     assert max_abs_diff(weights(short), weights(untrained)) > 1e-3
 
