@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
-from keras_slim import _optimizer
 from keras_slim import _run
+from keras_slim._step import apply as step_apply
 from tests.helpers import classification_data
 from tests.helpers import compile_model
 from tests.helpers import global_step
@@ -317,7 +317,7 @@ def test_presummed_context_is_left_clean():
     x, y = classification_data(64)
     model = compile_model(mlp())
     model.fit(x, y, batch_size=32, verbose=0)
-    assert _optimizer.install(model.optimizer).depth == 0
+    assert step_apply.install(model.optimizer).depth == 0
 
 
 def test_loss_scale_optimizer_clips_like_unscaled():
