@@ -450,7 +450,7 @@ def test_the_step_and_decay_lr_multipliers_replace():
 def test_gradient_accumulation_internals():
     """`micro_step_counter`, `accumulators`, `replace_accumulating_apply`
     (`update_without_accumulation`) and `schedule_at_optimizer_steps`; run
-    end to end by tests/test_gradient_accumulation.py."""
+    end to end by tests/_step/test_accumulate.py."""
     from keras.src.optimizers import base_optimizer
 
     base = base_optimizer.BaseOptimizer
