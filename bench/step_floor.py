@@ -67,7 +67,7 @@ def fit_call(name, data, records=True, blocks=False):
         fit_loops._tracker_state = original
     with _run.start(m) as run, m.train_function.bound(run):
         if blocks:
-            run.feed = feed.make(m, data, None, {}, PER_CALL)
+            run.feed = feed.make(m, data, None, {}, PER_CALL, mode=run.mode)
             assert run.feed.reads_blocks
             iterator = iter(run.feed.stand_in)
         else:

@@ -1,16 +1,16 @@
 """What kind of `tf.distribute` strategy runs the step, and who the chief is.
 
 One answer for every module: the fit machinery (which loop), the callbacks
-(who writes) and `keras_slim.train` ask `mode(strategy)`, the deployment
-`Mode` decided once per strategy, as TF-Slim's `model_deploy.
-DeploymentConfig` answered `clone_device` or `variables_device` about
-itself. A strategy that runs synchronous steps over parameter servers
-carries its settings itself (`SyncReplicasStrategy`, made by
-`DeploymentConfig`).
+(who writes) and `keras_slim.train` ask the deployment `Mode`, as TF-Slim's
+`model_deploy.DeploymentConfig` answered `clone_device` or
+`variables_device` about itself. A run decides it once (`Run.mode`,
+`keras_slim/_run.py`) and hands it to the feed, the loops and the train
+function; the checks made once before a `fit` ask `mode(strategy)`. A
+strategy that runs synchronous steps over parameter servers carries its
+settings itself (`SyncReplicasStrategy`, made by `DeploymentConfig`).
 """
 
 import dataclasses
-import weakref
 
 import tensorflow as tf
 
@@ -198,13 +198,56 @@ class Mode:
         the calls scheduled on parameter-server workers."""
         return not self.parameter_server
 
+    @property
+    def loop_records_step_losses(self):
+        """Whether keras_slim's multi-step loop reads the loss tracker in
+        the graph after each step: not under `MultiWorkerMirroredStrategy`,
+        where reading the tracker is a collective across the workers."""
+        return not self.multi_worker
 
-# One Mode per strategy, for the strategy's life.
-_MODES = weakref.WeakKeyDictionary()
+    @property
+    def reduces_logs_itself(self):
+        """Whether keras_slim reduces a step's logs itself (each one's
+        mean across the workers), since Keras's `auto` reduction fails on
+        scalars there (tensorflow/tensorflow#72388): under
+        `MultiWorkerMirroredStrategy`."""
+        return self.multi_worker
+
+    @property
+    def runs_steps_in_a_loop(self):
+        """Whether every call of the train function runs keras_slim's loop,
+        even of one step, rather than Keras's own train function, whose
+        reduction of the logs fails (`reduces_logs_itself`): under
+        `MultiWorkerMirroredStrategy`."""
+        return self.multi_worker
+
+    @property
+    def runs_one_step_per_call(self):
+        """Whether `steps_per_execution="auto"` picks one step per call
+        whatever the callbacks allow: under `MultiWorkerMirroredStrategy`,
+        whose loop records no single step's loss
+        (`loop_records_step_losses`)."""
+        return self.multi_worker
+
+    @property
+    def workers_apply_own_steps(self):
+        """Whether each worker applies its own steps to variables on
+        parameter servers (asynchronously, or aggregated with
+        `replicas_to_aggregate`), so that other workers advance the global
+        step it reads: under parameter servers."""
+        return self.parameter_server
+
+    @property
+    def applies_steps_asynchronously(self):
+        """Whether each worker applies its step to variables that other
+        workers may have changed since it read them (no aggregation):
+        under parameter servers without `SyncSettings`."""
+        return self.parameter_server and self.sync is None
 
 
 def mode(strategy):
-    """The deployment `Mode` of `strategy`, decided on first use.
+    """The deployment `Mode` of `strategy`, decided now (a run keeps it:
+    `Run.mode`).
 
     Args:
         strategy: A `tf.distribute.Strategy`.
@@ -212,11 +255,7 @@ def mode(strategy):
     Returns:
         The `Mode`.
     """
-    try:
-        return _MODES[strategy]
-    except KeyError:
-        pass
-    answer = Mode(
+    return Mode(
         kind=kind(strategy),
         replicas_in_sync=strategy.num_replicas_in_sync,
         chief=bool(strategy.extended.should_checkpoint),
@@ -224,5 +263,3 @@ def mode(strategy):
         if isinstance(strategy, SyncReplicasStrategy)
         else None,
     )
-    _MODES[strategy] = answer
-    return answer

@@ -97,10 +97,10 @@ def make(settings, *, is_chief, strategy, dataset):
     )
     if settings.log_every_n_steps is not None:
         services.append(LogEveryNSteps(settings.log_every_n_steps))
-    parameter_server = _strategy.mode(strategy).parameter_server
+    coordinated = _strategy.mode(strategy).needs_coordinator
     last_loss = LastStepLoss(
         settings.number_of_steps,
-        None if parameter_server else known_length(dataset),
+        None if coordinated else known_length(dataset),
         steps=settings.steps,
     )
     services.append(last_loss)

@@ -3,11 +3,11 @@
 A batch, from `fit` to `train_step`:
 
 1. `SlimModel.fit` -> `fit` here: a run starts (`keras_slim/_run.py`);
-2. the strategy decides the loop: parameter servers get keras_slim's
-   coordinator loop (`parameter_server.py`), which reads a
-   `tf.data.Dataset` on the coordinator and sends each worker's call its
-   batches (`scheduled_input.py`); every other strategy gets Keras's
-   `fit`;
+2. the run's deployment `Mode` (decided once, `Run.mode`) decides the
+   loop: parameter servers get keras_slim's coordinator loop
+   (`parameter_server.py`), which reads a `tf.data.Dataset` on the
+   coordinator and sends each worker's call its batches
+   (`scheduled_input.py`); every other strategy gets Keras's `fit`;
 3. with `steps_per_execution="auto"`, `auto_steps.choose` picks the steps
    per call the callbacks allow;
 4. `feed.make` picks the run's data feed: a host iterator the run owns
@@ -23,7 +23,6 @@ A batch, from `fit` to `train_step`:
 
 from keras_slim import _keras
 from keras_slim import _run
-from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim._fit import auto_steps
 from keras_slim._fit import feed as feed_lib
@@ -69,7 +68,7 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
         function = model.make_train_function()
         callbacks = list(kwargs.get("callbacks") or [])
         with function.bound(run, callbacks), _run.handed_to(callbacks, run):
-            if _strategy.mode(model.distribute_strategy).needs_coordinator:
+            if run.mode.needs_coordinator:
                 return _fit_on_parameter_servers(
                     model, run, x, y, kwargs, auto, function.inputs
                 )
@@ -85,7 +84,7 @@ def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto, cache):
     if auto:
         steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
         model.steps_per_execution = steps
-    run.feed = feed_lib.make(model, x, y, kwargs, steps, cache)
+    run.feed = feed_lib.make(model, x, y, kwargs, steps, cache, mode=run.mode)
     run.position = run.feed.position
     kwargs = dict(run.feed.kwargs)
     kwargs["callbacks"] = [
@@ -114,7 +113,9 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs, auto, cache):
         )
     why = scheduled_input.why_workers_read(model, x)
     if why is None:
-        run.feed = feed_lib.make(model, x, None, kwargs, None, cache)
+        run.feed = feed_lib.make(
+            model, x, None, kwargs, None, cache, mode=run.mode
+        )
     else:
         run.feed = feed_lib.Feed(
             x,

@@ -18,7 +18,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _strategy
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import input_options
 from keras_slim._fit import worker_input
@@ -276,7 +275,7 @@ def _why_not_host(model, kwargs):
     return None
 
 
-def make(model, x, y, kwargs, steps, cache=None):
+def make(model, x, y, kwargs, steps, cache=None, *, mode):
     """The feed of one `fit` call.
 
     Args:
@@ -287,6 +286,7 @@ def make(model, x, y, kwargs, steps, cache=None):
         steps: The steps per call this `fit` runs, or `None` when they are
             not chosen by the model.
         cache: The model's `InputCache`, or `None`.
+        mode: The run's deployment `Mode` (`Run.mode`).
 
     Returns:
         A `HostFeed` or a `Feed` (see the module docstring), with its
@@ -297,7 +297,7 @@ def make(model, x, y, kwargs, steps, cache=None):
     if why is None and arrays is None and not isinstance(x, tf.data.Dataset):
         why = f"the input is a {type(x).__name__}, not a tf.data.Dataset"
     strategy = model.distribute_strategy
-    several = _strategy.mode(strategy).reads_worker_shares
+    several = mode.reads_worker_shares
     if why is None and several:
         why = (
             worker_input.why_not(x, strategy)

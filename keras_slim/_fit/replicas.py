@@ -9,10 +9,8 @@ per step for its one replica (`keras_slim/_fit/worker_input.py`).
 
 import tensorflow as tf
 
-from keras_slim import _strategy
 
-
-def split(batch, strategy):
+def split(batch, strategy, *, mode):
     """A global batch as per-replica batches, as `tf.distribute` splits it.
 
     Each replica gets `ceil(b / n)` consecutive examples of a batch of `b`
@@ -24,11 +22,11 @@ def split(batch, strategy):
     Args:
         batch: A structure of tensors with the batch dimension first.
         strategy: The model's strategy.
+        mode: The run's deployment `Mode` (`Run.mode`).
 
     Returns:
         Per-replica values, or `batch`.
     """
-    mode = _strategy.mode(strategy)
     count = mode.replicas_in_sync
     if count == 1 or mode.reads_worker_shares:
         return batch

@@ -80,9 +80,10 @@ def translate_nonfinite(function, optimizer):
 
 class _Compiled:
     """The functions of one set of step options: Keras's, and keras_slim's
-    loops; and the `StepPlan` their step runs, built on first trace."""
+    loops; and the `StepPlan` their step runs, built on first trace. `mode`
+    is the deployment `Mode` (`Run.mode`)."""
 
-    def __init__(self, model, options):
+    def __init__(self, model, options, mode):
         self._model = model
         self.options = options
         self._keras = None
@@ -94,11 +95,11 @@ class _Compiled:
         self.multi_step = (
             model.steps_per_execution > 1
             or bool(model.jit_compile)
-            or _strategy.mode(model.distribute_strategy).multi_worker
+            or mode.runs_steps_in_a_loop
         ) and not model.run_eagerly
         # tf.functions: each is traced on its first call only.
         self.on_iterator, self.on_host, self.on_blocks, self.on_python = (
-            loops.multi_step_functions(model, model.train_step)
+            loops.multi_step_functions(model, model.train_step, mode=mode)
         )
 
     def plan(self):
@@ -211,7 +212,9 @@ class TrainFunction:
         run's, or one of the default options."""
         if self._current is None:
             if self._default is None:
-                self._default = _Compiled(self._model, step_options.DEFAULT)
+                self._default = _Compiled(
+                    self._model, step_options.DEFAULT, self._mode()
+                )
             return self._default.plan()
         return self._current.plan()
 
@@ -221,6 +224,14 @@ class TrainFunction:
         `LossScaleOptimizer`, once a step ran; else `None`): the current
         or last run's, kept after it ends."""
         return self._overflow_steps
+
+    def _mode(self):
+        """The deployment `Mode`: the bound run's (`Run.mode`); outside a
+        run (Keras's `train_on_batch`, a step traced for `describe`), the
+        strategy's, decided now."""
+        if self._run is not None:
+            return self._run.mode
+        return _strategy.mode(self._model.distribute_strategy)
 
     def _options(self, callbacks=(), *, new_run=True):
         """The step options the callbacks declare, with the train
@@ -233,7 +244,7 @@ class TrainFunction:
         xla = (
             bool(model.jit_compile)
             and not model.run_eagerly
-            and not _strategy.mode(model.distribute_strategy).needs_coordinator
+            and not self._mode().needs_coordinator
         )
         options = step_options.StepOptions(
             **step_options.declared(callbacks, model)
@@ -301,7 +312,7 @@ class TrainFunction:
             # earlier ones.
             for old in [k for k in self._compiled if k[0].step_summaries]:
                 del self._compiled[old]
-            self._compiled[key] = _Compiled(self._model, options)
+            self._compiled[key] = _Compiled(self._model, options, self._mode())
         return self._compiled[key]
 
     def _run_steps(self, iterator):

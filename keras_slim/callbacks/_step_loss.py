@@ -30,7 +30,6 @@ import math
 import numpy as np
 
 from keras_slim import _keras
-from keras_slim import _strategy
 from keras_slim._step import accumulate
 
 
@@ -64,7 +63,7 @@ class StepLoss:
             through a `Mean` metric named `"loss"` (the built-in train step
             and `SlimModel` do).
         run: The fit's `Run`: its records, its settle, its step options
-            (the NaN mode).
+            (the NaN mode), its deployment `Mode`.
 
     Where the train function records each step (a `SlimModel` running
     several steps per call), `since_mark` gives the loss of the batch's last
@@ -93,7 +92,7 @@ class StepLoss:
         self._recorded = False
         self._skipping_from = None
         strategy = model.distribute_strategy
-        collective = _strategy.mode(strategy).host_reads_collective
+        collective = run.mode.host_reads_collective
         self._local = strategy if collective else None
 
     @property

@@ -4,7 +4,6 @@ import logging
 import math
 import time
 
-from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim._fit.rollback import Rollback
 from keras_slim.callbacks._run_callback import RunCallback
@@ -112,7 +111,7 @@ class NanLossGuard(RunCallback):
                     "keras_slim.SlimModel (whose step changes nothing when "
                     f"it is not finite); got a {type(self.model).__name__}."
                 )
-            if _strategy.mode(self.model.distribute_strategy).needs_coordinator:
+            if self._run.mode.needs_coordinator:
                 raise ValueError(
                     f"NanLossGuard(rollback={self.rollback}) cannot roll "
                     "back asynchronous steps over parameter servers (other "

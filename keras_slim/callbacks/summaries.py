@@ -6,7 +6,6 @@ import keras
 import tensorflow as tf
 
 from keras_slim import _keras
-from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._histogram import histogram
@@ -198,9 +197,7 @@ class Summaries(StepCallback):
         """The in-step hook, or `None` when this process writes none."""
         if not (self.gradients or self.activations):
             return None
-        several = _strategy.mode(
-            self.model.distribute_strategy
-        ).workers_in_lockstep
+        several = self._run.mode.workers_in_lockstep
         if not self._chief and not several:
             return None
         # Under several workers every one makes the hook's variable (a
