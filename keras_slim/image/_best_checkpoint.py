@@ -1,18 +1,4 @@
-"""`BestCheckpoint`: the best checkpoint so far, kept in its own directory.
-
-What `keras-slim-eval` (on by default) and `keras-slim-train --keep_best`
-share: a copy of the checkpoint with the best held-out value of one
-metric, in `<directory>/best/`, with `best.json` saying which it is. The
-copy is a checkpoint directory of its own (its `checkpoint` state file
-names it), so `--checkpoint_path <directory>/best` evaluates it, warm
-starts from it, or exports it.
-
-The copy is replaced only as a whole: the new one is written into
-`best.tmp-<pid>/` and synced, the old one renamed to `best.old/`, the new
-one to `best/`, then the old one deleted. A crash at any point leaves
-either the old best or the new one whole; the next start finishes or
-undoes the swap (`recover`).
-"""
+"""`BestCheckpoint`: the best checkpoint so far, kept in its own directory."""
 
 import datetime
 import json

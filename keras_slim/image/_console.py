@@ -1,11 +1,4 @@
-"""What the commands print: their own lines, and TensorFlow's warnings.
-
-`keras-slim-train` and `keras-slim-eval` print their own lines (the
-keras_slim logger's, on stdout) and TensorFlow's warnings and errors; not
-TensorFlow's info lines (its C++ level is set before it loads,
-`keras_slim/_startup.py`) nor its deprecation notices. `--verbosity 1`
-(absl's flag) brings both back.
-"""
+"""What the commands print: their own lines, and TensorFlow's warnings."""
 
 import logging
 import os

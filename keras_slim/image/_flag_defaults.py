@@ -1,11 +1,4 @@
-"""TF-Slim's flags as keyword arguments, each over TF-Slim's default.
-
-TF-Slim's helpers read `FLAGS`; their keras_slim versions
-(`optimizer.configure_optimizer`, `learning_rate.configure_learning_rate`)
-take the flags they read by name instead, any left out taking TF-Slim's
-default, and refuse a name TF-Slim's helper does not read (a typo would
-otherwise train with the default without a word).
-"""
+"""TF-Slim's flags as keyword arguments, each over TF-Slim's default."""
 
 
 def with_defaults(given, defaults, function):

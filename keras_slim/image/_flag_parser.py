@@ -1,19 +1,4 @@
-"""A command's flags as TF-Slim's scripts had them: absl's flags.
-
-TF-Slim's train_image_classifier.py and eval_image_classifier.py defined
-their flags with `tf.app.flags`, which is absl's `flags` module, and
-parsed them with `tf.app.run`. `keras-slim-train` and `keras-slim-eval`
-do the same with absl (a TensorFlow dependency), so every spelling a
-TF-Slim user types works as it did: `--flag=value`, `--flag value`,
-`--clone_on_cpu`, `--clone_on_cpu=True`, `--noclone_on_cpu`,
-`--flagfile=...`. Each command defines its flags in its own
-`absl.flags.FlagValues` (not absl's global `FLAGS`), so both commands can
-be parsed in one process, as the tests do.
-
-What absl does not give a command without `absl.app` is `--help` and
-the argparse-style `error()` the commands' cross-flag checks call; this
-module adds those two and nothing else.
-"""
+"""A command's flags as TF-Slim's scripts had them: absl's flags."""
 
 import argparse
 import sys

@@ -1,11 +1,4 @@
-"""What the commands' flags take: converters from a flag's text to its value.
-
-Each takes the text after `--flag=` and returns the value, or raises
-`ValueError` saying what is wrong; absl's flags (`_flag_parser`) name the
-flag and the value in the message (`flag --batch_size=0: must be a
-positive integer: 0`). A converter's `syntax` attribute is what `--help`
-says it takes.
-"""
+"""What the commands' flags take: converters from a flag's text to its value."""
 
 import math
 import re

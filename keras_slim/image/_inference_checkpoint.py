@@ -1,12 +1,5 @@
 """A command's `--checkpoint_path` read for inference: checked, then
 restored into the net.
-
-`keras-slim-eval` and `keras-slim-export` take the same
-`--checkpoint_path` (a directory of keras-slim-train's, whose latest
-checkpoint is read, or a checkpoint prefix of keras-slim-train or of
-TF-Slim) and restore it the same way, with the moving averages where the
-checkpoint holds them: `check_checkpoint_path` refuses what is not a
-checkpoint before any work, `restore` restores one.
 """
 
 import os

@@ -1,16 +1,4 @@
-"""Every private Keras internal the image app's augmentations touch.
-
-The recipes' augmentations (`datasets/_augment.py`: RandAugment, MixUp,
-CutMix) run Keras's image preprocessing layers inside a `tf.data` map,
-drawing from a seed tensor so a resumed run draws what the uninterrupted
-one drew. Keras has no public way to give those layers a stateless seed,
-nor to run only the operations `RandAugment` chose; the image app
-reaches into Keras for them here and only here, as the library does in
-`keras_slim/_keras.py`, each internal behind a name that says what it is
-for. `tests/image/test_keras_internals.py` checks every name in
-`__all__`, so an upgrade of the `keras==3.15.*` pin fails loudly and says
-which.
-"""
+"""Every private Keras internal the image app's augmentations touch."""
 
 import keras
 import tensorflow as tf

@@ -1,20 +1,4 @@
-"""What a `keras-slim-train` run will do, said once before its first step.
-
-TF-Slim's `model_deploy` divided each clone's loss by the number of clones
-and summed the clones' gradients: a step's gradient is the mean over the
-global batch (`--batch_size` per clone times the clones), and recipes
-scaled the learning rate with the clones to compensate. keras_slim's step
-is the same mean over the same global batch, so the summary speaks in
-global terms: the examples one step averages, the steps of an epoch at
-that batch, the learning rate's decay in steps.
-
-Each number is read from what the run uses, not worked out again: the
-deployment's `DeploymentConfig.describe()`, the batch the input is built
-with, `learning_rate.DecaySchedule.describe()`,
-`optimizer.describe_optimizer`, the checkpoints of `--train_dir` as the
-resume finds them (`_checkpoint_dir.checkpoint_files`), the warm start's
-callback, and the gradient policy's `describe(model)`.
-"""
+"""What a `keras-slim-train` run will do, said once before its first step."""
 
 import dataclasses
 import textwrap

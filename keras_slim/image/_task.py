@@ -1,21 +1,5 @@
 """What `keras-slim-train` and `keras-slim-eval` work on: the network and
 the dataset their flags choose.
-
-TF-Slim's train_image_classifier.py and eval_image_classifier.py took the
-same `--model_name`, `--dataset_name`, `--dataset_dir` and
-`--preprocessing_name`, and built the network and the input the same way
-(nets_factory, dataset_factory, preprocessing_factory); the two commands
-here do the same through this module:
-
-- the network: `keras_slim.image.nets` (TF-Slim's nets, `digits_cnn`);
-- the data: scikit-learn's bundled digits (`--dataset_name digits`, no
-  `--dataset_dir`), or a user's images (`keras_slim.image.datasets`:
-  TF-Slim's TFRecords in the layout of `--dataset_name`, or a folder of
-  class subfolders), preprocessed by `keras_slim.image.preprocessing`
-  (TF-Slim's preprocessing_factory) as TF-Slim's commands did:
-  `--preprocessing_name`, unset the family TF-Slim's map gives
-  `--model_name` (`FLAGS.preprocessing_name or FLAGS.model_name`), with
-  `--use_grayscale` inside it.
 """
 
 import contextlib

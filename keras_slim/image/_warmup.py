@@ -1,12 +1,4 @@
-"""The linear learning-rate warmup of `--warmup_epochs`, for every decay.
-
-`LinearWarmup(schedule, warmup_steps, target)` is a Keras schedule: from
-0 to `target` linearly over the first `warmup_steps` steps, then
-`schedule` counted from the end of the warmup (`schedule(step -
-warmup_steps)`), as Keras's `CosineDecay(warmup_target=...,
-warmup_steps=...)` does for its cosine. One ramp serves the four decay
-types, so `--warmup_epochs` means the same thing whatever the decay.
-"""
+"""The linear learning-rate warmup of `--warmup_epochs`, for every decay."""
 
 import keras
 import tensorflow as tf

@@ -1,43 +1,4 @@
-"""`keras-slim-eval`: TF-Slim's eval_image_classifier.py on keras_slim.
-
-Evaluates the checkpoints `keras-slim-train` writes, on the held-out
-split of the same data (`--dataset_split_name`), with the same network
-flags:
-
-    keras-slim-eval --checkpoint_path /tmp/digits
-
-- `--checkpoint_path` a directory: its latest checkpoint; a prefix
-  (`.../model.ckpt-600`): that one; anything else (a file of another
-  kind, a truncated checkpoint, a checkpoint's `.index` file, a Keras
-  weights file) is refused before any image is read, the message naming
-  it; a checkpoint whose data turns out unreadable at the restore, before
-  evaluating;
-- with `--eval_interval_secs`, each new checkpoint of the directory as it
-  appears (TF-Slim's `evaluation_loop`, on `tf.train.checkpoints_iterator`),
-  until none has appeared for `--timeout` seconds (default 600: no wait
-  without a bound), or until the step reaches `--max_number_of_steps`;
-- the moving averages (`--moving_average_decay` in training) are used
-  when the checkpoint holds them, as TF-Slim's eval restored the
-  `ExponentialMovingAverage` variables;
-- prints `eval/Accuracy` (and `eval/Recall_5`, top-5, with more than 5
-  classes) and writes them, with `eval/loss`, as `tf.summary` scalars at
-  the checkpoint's global step into `--eval_dir` (default `<checkpoint
-  dir>/eval`), which TensorBoard shows beside the training run;
-- keeps the best checkpoint evaluated (`--keep_best`, on by default;
-  `--nokeep_best` turns it off) by `--best_metric` (accuracy by default;
-  recall_5, or loss, lower-better) in `<eval_dir>/best/`: a copy of the
-  checkpoint's files (with moving averages: the checkpoint, which holds
-  them) with its own `checkpoint` state file, so `--checkpoint_path
-  <eval_dir>/best` evaluates it, and `best.json` (metric, value, global
-  step, source checkpoint, time). A rerun reads it and replaces it only
-  by a strictly better checkpoint (a tie keeps the earlier); a best kept
-  by another metric is an error naming both. The copy is swapped in
-  whole: a crash leaves the previous best. Evaluating a best directory
-  itself keeps nothing.
-
-Exit codes: 0, 2 for a bad flag, no checkpoint to evaluate, or one that
-cannot be read.
-"""
+"""`keras-slim-eval`: TF-Slim's eval_image_classifier.py on keras_slim."""
 
 import logging
 import os

@@ -1,14 +1,4 @@
-"""A model's accuracy, top-5 recall and loss on a held-out split.
-
-What TF-Slim's eval_image_classifier.py computed with its
-`slim.metrics.streaming_*` metrics, in Keras 3: `Evaluator` makes a
-model's metrics and its traced inference step once, and evaluates it on
-a dataset of `(images, one-hot labels)` batches as often as asked (after
-each checkpoint restored into the same model); `evaluate` is one such
-call. keras-slim-eval evaluates each checkpoint with it,
-keras-slim-train's kept best checkpoint (`--keep_best`) and its final
-held-out accuracy too.
-"""
+"""A model's accuracy, top-5 recall and loss on a held-out split."""
 
 import keras
 import tensorflow as tf

@@ -1,35 +1,4 @@
-"""`keras-slim-export`: TF-Slim's export_inference_graph.py on keras_slim.
-
-Exports a net for inference, as a SavedModel or a LiteRT (TFLite) model:
-
-    keras-slim-export --checkpoint_path /tmp/digits --output_file /tmp/export
-
-- `--output_file` a directory: a SavedModel whose `serving_default`
-  signature takes `input`, a float32 batch of preprocessed images
-  `[--batch_size or any, size, size, channels]` (TF-Slim's `input`
-  placeholder) and returns `logits` and `probabilities` (their softmax);
-  a name ending `.tflite`: the same function as a LiteRT flatbuffer,
-  float, or with `--quantize` its weights quantized to 8 bits (dynamic
-  range quantization, TFLite's `Optimize.DEFAULT`);
-- the weights: `--checkpoint_path`'s (as keras-slim-eval reads it: a
-  directory's latest checkpoint, or a prefix of keras-slim-train or of
-  TF-Slim, with the moving averages where it holds them), where TF-Slim
-  exported the graph alone and `freeze_graph --input_checkpoint` added
-  them; without it, the net's initial weights (a log line says so);
-- the classes: the dataset's (`--dataset_name`: TF-Slim's names fix
-  them, another name reads `--dataset_dir`), less `--labels_offset`;
-- batch norm on its moving statistics and no dropout, unless
-  `--is_training`: then batch statistics and dropout, as TF-Slim's
-  training graph (a SavedModel only; each call then also moves the
-  batch-norm statistics it holds);
-- a net with TF-Slim's auxiliary head (`AuxLogits`) exports its main
-  logits only (TF-Slim's export held the whole graph);
-- the output is written beside `--output_file`, then renamed onto it:
-  an interrupted export leaves no partial one. An existing SavedModel or
-  file there is replaced; another directory is refused.
-
-Exit codes: 0, 2 for a bad flag or a checkpoint that cannot be read.
-"""
+"""`keras-slim-export`: TF-Slim's export_inference_graph.py on keras_slim."""
 
 import argparse
 import logging

@@ -1,26 +1,4 @@
-"""train_image_classifier's learning rate, from TF-Slim's flags.
-
-TF-Slim's research/slim/train_image_classifier.py builds its learning rate
-in `_configure_learning_rate(num_samples_per_epoch, global_step)`, which
-reads `FLAGS` (`--learning_rate`, `--learning_rate_decay_type`,
-`--num_epochs_per_decay`, ...). Here `configure_learning_rate` takes the
-same flags as keyword arguments, with TF-Slim's names and defaults, and
-returns the Keras schedule computing TF1's `exponential_decay` /
-`polynomial_decay` at the optimizer's `iterations`; `DecaySchedule` is
-that schedule described before it is built.
-
-Not TF-Slim's, both off by default (today's recipes, timm's `--sched
-cosine --warmup-epochs --min-lr`): `learning_rate_decay_type="cosine"`,
-Keras's `CosineDecay` (TF1's `cosine_decay`) from `learning_rate` down to
-`end_learning_rate`, over `max_number_of_steps` minus the warmup when
-`max_number_of_steps` is set, else over `num_epochs_per_decay` epochs,
-then staying at `end_learning_rate`; and `warmup_epochs`, a linear ramp
-from 0 to `learning_rate` over that many epochs before any decay type,
-whose decay then starts (`_warmup.LinearWarmup`). Steps are global steps,
-each of the global batch, as TF-Slim's decay steps:
-`int(num_samples_per_epoch * epochs / batch_size)`, divided by
-`replicas_to_aggregate` under `sync_replicas`.
-"""
+"""train_image_classifier's learning rate, from TF-Slim's flags."""
 
 import dataclasses
 

@@ -1,29 +1,4 @@
-"""train_image_classifier's optimizer, from TF-Slim's `--optimizer` flags.
-
-TF-Slim's research/slim/train_image_classifier.py builds its optimizer in
-`_configure_optimizer(learning_rate)`, which reads `FLAGS`. Here
-`configure_optimizer` takes the same flags as keyword arguments, with
-TF-Slim's names and defaults, and builds the `keras_slim.optimizers`
-class of the `tf.compat.v1.train` optimizer TF-Slim builds, with the same
-arguments (so each step equals TF1's). The learning rate it takes is
-`learning_rate.configure_learning_rate`'s.
-
-Each `--optimizer`, the `keras_slim.optimizers` class it builds, and the
-flags it reads (TF-Slim gives its TF1 class the same arguments):
-
-- `adadelta`: `Adadelta(lr, rho=adadelta_rho, epsilon=opt_epsilon)`;
-- `adagrad`: `Adagrad(lr, initial_accumulator_value=
-  adagrad_initial_accumulator_value)`;
-- `adam`: `Adam(lr, beta1=adam_beta1, beta2=adam_beta2,
-  epsilon=opt_epsilon)`;
-- `ftrl`: `Ftrl(lr, learning_rate_power=ftrl_learning_rate_power,
-  initial_accumulator_value=ftrl_initial_accumulator_value,
-  l1_regularization_strength=ftrl_l1, l2_regularization_strength=ftrl_l2)`;
-- `momentum`: `Momentum(lr, momentum=momentum)`;
-- `rmsprop` (the default): `RMSProp(lr, decay=rmsprop_decay,
-  momentum=rmsprop_momentum, epsilon=opt_epsilon)`;
-- `sgd`: `GradientDescent(lr)`.
-"""
+"""train_image_classifier's optimizer, from TF-Slim's `--optimizer` flags."""
 
 from keras_slim import checks
 from keras_slim import moving_averages

@@ -1,23 +1,4 @@
-"""The flags of `keras-slim-train` and `keras-slim-eval`, in groups.
-
-TF-Slim's train_image_classifier.py and eval_image_classifier.py define
-their flags in sections (deployment, optimization, learning rate,
-dataset, fine-tuning); here each section is a function adding its flags
-to a `_flag_parser.FlagParser` (absl's flags, as `tf.app.flags` was),
-and the sections the two commands share (the model and the data) are
-added by both. Every flag has TF-Slim's name, default and help. The
-converters of `_flag_types` take the flag's text and raise `ValueError`
-saying what is wrong; absl names the flag and the value.
-
-One module a group: `deployment` (clones, replicas, parameter servers),
-`services` (steps, logs, summaries, checkpoints, the best checkpoint),
-`optimization` (the optimizer, its learning rate, the precision),
-`fine_tuning` (what is restored and what trained, the gradient policy),
-`model` (the net, its image size, how eval and export read its weights),
-`data` (the dataset, its readers, the recipes' augmentations), and
-`consistency` (the checks across flags after parsing). The commands
-reach them all through this package.
-"""
+"""The flags of `keras-slim-train` and `keras-slim-eval`, in groups."""
 
 from keras_slim.image._flags.consistency import check_digits_flags
 from keras_slim.image._flags.consistency import check_flags

@@ -1,11 +1,4 @@
-"""The checks across flags both commands make after parsing.
-
-What one flag cannot say alone: an image size below the net's minimum, a
-dataset other than the bundled digits without `--dataset_dir`, `--labels`
-off the digits and `--labels_offset` on them, a `--master` other than
-`''`, a quantization flag set. Each refuses through the parser's
-`error` (absl's usage error: exit code 2), naming the flag.
-"""
+"""The checks across flags both commands make after parsing."""
 
 from keras_slim.image import nets
 from keras_slim.image._flags.data import DIGITS

@@ -1,10 +1,4 @@
-"""The dataset flags: which dataset, where, which split, how it is read.
-
-TF-Slim's "Dataset Flags" of both commands (name, directory, split,
-labels offset, readers and preprocessing threads), keras_slim's
-`--labels` for the bundled digits (`DIGITS`), and keras-slim-train's
-recipe augmentations (RandAugment, MixUp, CutMix; off by default).
-"""
+"""The dataset flags: which dataset, where, which split, how it is read."""
 
 from keras_slim.image._flag_types import labels
 from keras_slim.image._flag_types import non_negative_float

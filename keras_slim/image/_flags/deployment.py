@@ -1,10 +1,4 @@
-"""The deployment flags: model_deploy's clones, replicas, parameter servers.
-
-TF-Slim's train_image_classifier.py section "Flags for model_deploy"
-(clones, replicas, parameter servers, the task), and `--master`, the TF1
-session target its scripts took (only `''` is taken: the cluster comes
-from TF_CONFIG).
-"""
+"""The deployment flags: model_deploy's clones, replicas, parameter servers."""
 
 from keras_slim.image._flag_types import non_negative_int
 from keras_slim.image._flag_types import positive_int

@@ -1,10 +1,4 @@
-"""The fine-tuning and gradient policy flags: what is restored, what trained.
-
-TF-Slim's train_image_classifier.py section "Fine-Tuning Flags" (the
-checkpoint to start from, the scopes it excludes, the scopes trained),
-and keras_slim's gradient policy flags beside them: gradient and
-learning-rate multipliers, frozen scopes, gradient clipping.
-"""
+"""The fine-tuning and gradient policy flags: what is restored, what trained."""
 
 from keras_slim.image._flag_types import lr_multipliers
 from keras_slim.image._flag_types import multipliers

@@ -1,11 +1,4 @@
-"""The model flags: the net, its image size, how its weights are read.
-
-`--model_name`, the image size and `--preprocessing_name` both commands
-take; `--moving_average_decay` as keras-slim-eval and keras-slim-export
-read it (whether a TF-Slim checkpoint's moving averages are restored);
-and TF-Slim's quantization flags, refused when set (`QUANTIZATION` says
-why and what to use).
-"""
+"""The model flags: the net, its image size, how its weights are read."""
 
 from keras_slim.image import nets
 from keras_slim.image import preprocessing

@@ -1,11 +1,4 @@
-"""The optimization flags: the optimizer, its learning rate, the precision.
-
-TF-Slim's train_image_classifier.py sections "Optimization Flags" and
-"Learning Rate Flags", each flag with TF-Slim's name, default and help
-(`optimizer.OPTIMIZER_FLAGS`, `learning_rate.DECAY_TYPES`), checked as
-the optimizer checks it; keras_slim's `--warmup_epochs` beside them, and
-`--mixed_precision`, the Keras dtype policy the net trains under.
-"""
+"""The optimization flags: the optimizer, its learning rate, the precision."""
 
 from keras_slim.image import learning_rate
 from keras_slim.image import optimizer as optimizer_lib

@@ -1,12 +1,4 @@
-"""The training services' flags: steps, logs, summaries, checkpoints.
-
-What TF-Slim's `slim.learning.train` took as arguments and its
-train_image_classifier.py as flags (the steps, the batch, how often a
-line is logged, a summary written, a checkpoint saved), with keras_slim's
-own services beside them: traces, rollbacks on a non-finite loss, the
-kept best checkpoint (`--keep_best`), absl's logging flags and
-`--dry_run`.
-"""
+"""The training services' flags: steps, logs, summaries, checkpoints."""
 
 from keras_slim.image import _best_checkpoint as best_checkpoint
 from keras_slim.image._flag_types import non_negative_int

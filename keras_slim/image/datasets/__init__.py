@@ -1,12 +1,4 @@
-"""TF-Slim's datasets: `dataset_factory`, one reader per layout, writers.
-
-`datasets.load(dataset_dir, split, ...)` reads the images of one split
-(TF-Slim's TFRecords in the layout of its `dataset_name`: `layouts`, or a
-folder of class subfolders) into a `tf.data` pipeline; `write_dataset`
-(a named dataset's layout), `write_tfrecords` (shards of any name) and
-`write_image_folder` write them from arrays; `digits` is the bundled 8x8
-digits.
-"""
+"""TF-Slim's datasets: `dataset_factory`, one reader per layout, writers."""
 
 from keras_slim.image.datasets.dataset_factory import CHANNELS
 from keras_slim.image.datasets.dataset_factory import FORMATS

@@ -1,39 +1,5 @@
 """Today's augmentation recipes in the input pipeline, off by default:
 RandAugment per image, MixUp and CutMix per batch, on Keras's layers.
-
-timm's `--aa rand-mM-nN`, `--mixup`, `--cutmix` and `--mixup-switch-prob`
-(0.5): `Augmentation(randaugment=(N, M), mixup_alpha=..., cutmix_alpha=
-...)`. Every draw is stateless, seeded from the data's position as the
-preprocessing's crops are: image `k` of the stream from `[seed, k]`,
-batch `b` from `[seed, b]` (each folded with its own tag, so the three
-streams differ), so a run resumed from a saved iterator draws what the
-uninterrupted run drew, and a pipeline built twice yields the same.
-
-- RandAugment: Keras's `RandAugment(value_range, num_ops=N, factor=M /
-  10)`: N of its 11 operations (shear, translation, rotation,
-  brightness, color degeneration, contrast, sharpness, posterization,
-  solarization, auto contrast, equalization), chosen per image with
-  replacement, each with a strength drawn up to M / 10 of Keras's
-  largest (timm's magnitude M of 10). It runs on the decoded image,
-  before TF-Slim's preprocessing (`value_range` (0, 255), rounded back to
-  uint8): the families' outputs have no common range (vgg subtracts
-  channel means, cifarnet standardizes each image) and timm applies it
-  before normalizing too. One-channel images work (color degeneration
-  does nothing to them). Only the chosen operations run (Keras's
-  `transform_images` runs all 11 for each and keeps one: measured 29
-  times fewer images per second on 256-pixel JPEGs), with the same
-  result.
-- MixUp: Keras's `MixUp(alpha)`: each image of the batch blended with
-  another of the same batch (a random permutation), with its own weight
-  `lam ~ Beta(alpha, alpha)`, labels `lam * y + (1 - lam) * y_other`.
-- CutMix: Keras's `CutMix(factor=(alpha, alpha))`: a box of another
-  image pasted in, `lam ~ Beta(alpha, alpha)`; the label weight is the
-  pasted pixels' fraction (timm's `correct_lam`; Keras's weight is the
-  box's real-valued area, which the pixel grid rounds).
-- Both: each batch is mixed up or cut-mixed with probability 0.5 each.
-
-Mixing is per global batch, before a strategy splits it: N clones train
-on what one device with the global batch trains on.
 """
 
 import dataclasses

@@ -1,9 +1,4 @@
-"""The command line's default dataset: scikit-learn's 8x8 digits.
-
-They ship inside scikit-learn (1797 images, 10 classes), so nothing is
-downloaded. A fixed, stratified split holds out 20% for the accuracy the
-command prints.
-"""
+"""The command line's default dataset: scikit-learn's 8x8 digits."""
 
 import numpy as np
 import tensorflow as tf

@@ -1,14 +1,4 @@
-"""A folder of class subfolders: `dataset_dir/<class>/<image>`.
-
-Keras's `keras.utils.image_dataset_from_directory` lists the files and
-the class names (the sorted subfolder names); it decodes nothing here.
-The split is Keras's `validation_split`: the files in its seeded shuffled
-order, the last `validation_fraction` of them for `"validation"`, so the
-same `seed` gives Keras's `subset="validation"`. When `dataset_dir/train`
-and `dataset_dir/validation` both exist, they are the splits instead.
-The first image of each class is decoded before the source is returned;
-`undecodable` decodes them all, to name those that do not decode.
-"""
+"""A folder of class subfolders: `dataset_dir/<class>/<image>`."""
 
 import os
 

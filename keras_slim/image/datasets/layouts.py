@@ -1,26 +1,4 @@
-"""TF-Slim's datasets by name: where each keeps its files, splits and classes.
-
-TF-Slim's `dataset_factory.get_dataset(name, split_name, dataset_dir)`
-knew each dataset by its name: the file pattern its converter wrote, the
-split names, the number of classes and the image channels. `LAYOUTS`
-holds the same, read from TF-Slim's datasets/*.py; split sizes are not
-here (TF-Slim hard-coded them; `load` counts the records).
-
-- flowers: `flowers_<split>_*.tfrecord` (5 shards); train, validation;
-  5 classes.
-- cifar10: `cifar10_<split>.tfrecord` (one file, PNG 32x32x3); train,
-  test; 10 classes.
-- mnist: `mnist_<split>.tfrecord` (one file, PNG 28x28x1); train, test;
-  10 classes, 1 channel.
-- imagenet: `<split>-*` (build_imagenet_data's `train-00000-of-01024`,
-  `validation-00000-of-00128`); train, validation; 1001 classes, 0 the
-  background (`labels_offset=1` for 1000-class nets).
-- visualwakewords: `<split>.record-*`; train, val; 2 classes.
-
-Any other name reads `GENERIC`: shards `*_<split>_*.tfrecord` or one
-file `*_<split>.tfrecord`, with as many classes as `labels.txt` names
-(or the largest label + 1), or a folder of class subfolders.
-"""
+"""TF-Slim's datasets by name: each one's files, splits and classes."""
 
 import dataclasses
 

@@ -1,17 +1,5 @@
 """TF-Slim's TFRecord shards: `tf.train.Example`s with `image/encoded`,
 `image/format` and `image/class/label`, and a `labels.txt`.
-
-The files of a split are read with `tf.data.Dataset.list_files` and
-`tf.data.TFRecordDataset` (interleaved in order, `readers` at a time:
-TF-Slim's `--num_readers`; by parallel reads where the files are remote,
-`gs://...`, by one thread where they are local, which on a machine of
-few cores is faster and reads the same records in the same order),
-records parsed with `tf.io.parse_single_example`. Before a source is returned,
-the first record of each shard is parsed and its image decoded, and every
-record's framing and label are read (counting them reads every shard
-once, parsing only the labels): a truncated or damaged shard is named
-there, with its first record that cannot be read. `undecodable` decodes
-every record's image, to name those that do not decode.
 """
 
 import os

@@ -1,12 +1,4 @@
-"""Writing images in the layouts `keras_slim.image.datasets` reads.
-
-TF-Slim's `download_and_convert_data.py` wrote TFRecord shards of
-`tf.train.Example`s (`image/encoded`, `image/format`,
-`image/class/label`) and a `labels.txt`; a folder of class subfolders is
-what `keras.utils.image_dataset_from_directory` lists. `write_tfrecords`
-and `write_image_folder` make either from arrays, for trying the commands
-and for tests.
-"""
+"""Writing images in the layouts `keras_slim.image.datasets` reads."""
 
 import math
 import os

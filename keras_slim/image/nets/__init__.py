@@ -1,12 +1,4 @@
-"""TF-Slim's nets: `nets_factory`, and one module per family.
-
-`nets.build(model_name, num_classes)` builds a net by its `nets_factory`
-name; `nets.get_network_fn` is TF-Slim's function of the same name;
-`nets.slim_name_map` and `nets.slim_scope` read TF-Slim's checkpoints.
-The family modules (`inception_v3`, `resnet_v1`, `vgg`, `lenet`,
-`cifarnet`, ...) are imported by `nets_factory`, whose table names the
-function of each net.
-"""
+"""TF-Slim's nets: `nets_factory`, and one module per family."""
 
 from keras_slim.image.nets.nets_factory import NETWORKS
 from keras_slim.image.nets.nets_factory import build

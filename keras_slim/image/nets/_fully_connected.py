@@ -2,10 +2,6 @@
 for the logits of inception_v4 and inception_resnet_v2 and the layers of
 lenet and cifarnet (the other nets' logits are 1x1 convolutions,
 `_slim.conv2d`).
-
-Names as `_slim`'s: the layer `Logits.Logits` holds `kernel` and `bias`,
-TF-Slim's `Logits/Logits/weights` `[inputs, outputs]` and `biases`; its
-activation is the layer `Logits.Logits.Relu`.
 """
 
 import keras

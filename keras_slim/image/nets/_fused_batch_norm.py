@@ -1,23 +1,4 @@
-"""TF-Slim's `slim.batch_norm(fused=True)` as a Keras layer.
-
-Keras 3's `BatchNormalization` on TensorFlow computes the moments and
-the normalization with a dozen element-wise ops and their gradients;
-TF-Slim's batch norm calls TensorFlow's fused kernel (`FusedBatchNormV3`,
-oneDNN's on CPU) and its fused gradient. In a profile of mobilenet_v1's
-train step those element-wise ops cost more than the convolutions.
-`FusedBatchNormalization` is a `keras.layers.BatchNormalization` (the
-same variables, names, initializers and config, so checkpoints and name
-maps are unchanged) whose `call` runs the fused kernel, as TF-Slim's did:
-
-- training: the batch's statistics normalize; the moving averages move
-  by TF1's `assign_moving_average(var, value, decay)`, `var -= (var -
-  value) * (1 - decay)` (an empty batch moves nothing), towards the
-  kernel's batch mean and its batch variance with Bessel's correction
-  (`n / (n - 1)`, the variance TF-Slim's moving average tracked; Keras's
-  own tracks the uncorrected one);
-- inference, or a layer that is not trainable (Keras's rule): the moving
-  averages normalize.
-"""
+"""TF-Slim's `slim.batch_norm(fused=True)` as a Keras layer."""
 
 import keras
 import numpy as np

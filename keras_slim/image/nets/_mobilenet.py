@@ -2,11 +2,6 @@
 conv_blocks.py) in Keras layers: the ops of a conv def, the expanded
 convolution block, depth rounding, the base builder, the classification
 head and the training scope that `mobilenet_v2` uses.
-
-Scopes are TF-Slim's: unnamed ops get TensorFlow's default names, made
-unique in order (`Conv`, `Conv_1`; `expanded_conv`, `expanded_conv_1`,
-...), each block holding `expand`, `depthwise` and `project`
-convolutions, each with a `BatchNorm`.
 """
 
 import dataclasses

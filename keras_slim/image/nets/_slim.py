@@ -1,28 +1,4 @@
-"""TF-Slim's layer vocabulary in Keras layers, for writing TF-Slim's nets.
-
-A net module reads like TF-Slim's file for it: the same scopes, block
-functions and order, with `conv2d(net, 64, [3, 3], scope="conv1/conv1_1",
-sc=sc)` for `slim.conv2d(net, 64, [3, 3], scope='conv1_1')`. `sc`, an
-`ArgScope`, carries what TF-Slim's `arg_scope` set for the net (weight
-decay, batch norm, activation, padding).
-
-Names. A Keras layer cannot hold `/` in its name, so a TF-Slim scope
-`Mixed_5b/Branch_1/Conv2d_0b_5x5` is the Keras layer
-`Mixed_5b.Branch_1.Conv2d_0b_5x5`, its batch norm
-`Mixed_5b.Branch_1.Conv2d_0b_5x5.BatchNorm`, and a variable path
-`Mixed_5b.Branch_1.Conv2d_0b_5x5/kernel` maps to TF-Slim's
-`InceptionV3/Mixed_5b/Branch_1/Conv2d_0b_5x5/weights` by `slim_name`, one
-rule for every net. Every layer is named, so the paths do not depend on
-what was built before in the process.
-
-Numerics, as TF-Slim's: `padding="same"` is TensorFlow's `SAME`; batch
-norm after a convolution that then has no bias, on TensorFlow's fused
-kernel as TF-Slim's `batch_norm(fused=True)` (`FusedBatchNormalization`),
-with TF-Slim's epsilon, decay and `scale` (inception's nets have no
-`gamma`); weight decay an L2
-penalty of `weight_decay / 2 * sum(w ** 2)` (`tf.nn.l2_loss`) on weights,
-not on biases, nor on depthwise weights unless asked.
-"""
+"""TF-Slim's layer vocabulary in Keras layers, for writing TF-Slim's nets."""
 
 import dataclasses
 import re

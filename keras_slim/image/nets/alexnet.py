@@ -1,11 +1,4 @@
-"""TF-Slim's AlexNet (nets/alexnet.py): `alexnet_v2`.
-
-The "one weird trick" AlexNet (Krizhevsky 2014) without its LRN layers,
-its fully connected layers as convolutions as TF-Slim wrote them: `fc6` a
-5x5 `VALID` convolution (so images of 224 pixels), `fc7` and `fc8` 1x1
-convolutions, dropout between them. Scopes, variables and numerics are
-TF-Slim's (`alexnet_v2/conv1/weights`).
-"""
+"""TF-Slim's AlexNet (nets/alexnet.py): `alexnet_v2`."""
 
 from keras_slim.image.nets import _slim
 from keras_slim.image.nets._slim import conv2d

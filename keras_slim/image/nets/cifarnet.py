@@ -1,13 +1,4 @@
-"""TF-Slim's CifarNet (research/slim nets/cifarnet.py): `cifarnet`.
-
-TF-Slim's variant of the CIFAR-10 tutorial's net for 32x32 images: two
-5x5 `SAME` convolutions of 64 channels, each with a 2x2 max pool and
-local response normalization (`norm1` after `pool1`, `norm2` before
-`pool2`), flattened into fully connected layers of 384 and 192 units
-(dropout between them), and the fully connected logits. Scopes,
-variables, initializers and numerics are TF-Slim's
-(`CifarNet/conv1/weights`, `CifarNet/logits/biases`).
-"""
+"""TF-Slim's CifarNet (research/slim nets/cifarnet.py): `cifarnet`."""
 
 import dataclasses
 

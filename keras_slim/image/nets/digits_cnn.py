@@ -1,10 +1,4 @@
-"""The command line's small CNN for 8x8 digits (`digits_cnn`, the default).
-
-TF-Slim's kind of small CNN: conv-BN-relu twice, max-pool, then a dense
-`logits` layer; the layer names (`conv1`, `conv1_bn`, `conv2`,
-`conv2_bn`, `logits`) are the scopes of `--trainable_scopes`,
-`--checkpoint_exclude_scopes` and `--freeze`.
-"""
+"""The command line's small CNN for 8x8 digits (`digits_cnn`, the default)."""
 
 import keras
 

@@ -1,17 +1,4 @@
-"""TF-Slim's Inception-ResNet-v2 (research/slim nets/inception_resnet_v2.py).
-
-Szegedy et al., "Inception-v4, Inception-ResNet and the Impact of Residual
-Connections on Learning" (2016): the stem (`Conv2d_1a_3x3` to `Mixed_5b`),
-10 35x35 residual blocks (`Repeat/block35_1`...), `Mixed_6a`, 20 17x17
-blocks (`Repeat_1/block17_1`...), `Mixed_7a`, 9 8x8 blocks
-(`Repeat_2/block8_1`...) and a last one without activation (`Block8`),
-`Conv2d_7b_1x1`, an auxiliary head (`AuxLogits`) and the fully connected
-logits. Each residual block adds `scale` times a 1x1 projection (with
-biases, no batch norm) of its branches to its input. Scopes, variables
-and numerics are TF-Slim's (`InceptionResnetV2/Repeat/block35_1/Branch_0/
-Conv2d_1x1/weights`, batch norm without `gamma`, weight decay on the
-biases too).
-"""
+"""TF-Slim's Inception-ResNet-v2 (research/slim nets/inception_resnet_v2.py)."""
 
 import dataclasses
 

@@ -1,11 +1,4 @@
-"""What TF-Slim's inception nets share (research/slim's `inception_utils`).
-
-The arg scope (batch norm without `gamma`, ReLU, L2 weight decay), the
-depth function of `depth_multiplier` and `min_depth`, the final pool's
-kernel reduced for small inputs, the end points built in order up to a
-`final_endpoint`, and the logits head (dropout, then a 1x1 convolution
-with biases and no batch norm).
-"""
+"""What TF-Slim's inception nets share (research/slim's `inception_utils`)."""
 
 from keras_slim import checks
 from keras_slim.image.nets import _slim

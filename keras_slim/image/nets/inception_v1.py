@@ -1,12 +1,4 @@
-"""TF-Slim's Inception V1 (nets/inception_v1.py): GoogLeNet with batch norm.
-
-`inception_v1_base` builds the end points `Conv2d_1a_7x7` ...
-`Mixed_5c`, `inception_v1` adds the `Logits` head: a 7x7 average pool
-(so `Mixed_5c` must be 7x7: images of 193 to 224 pixels; any size with
-`global_pool=True`), dropout and a 1x1 convolution. Scopes, variables
-and numerics are TF-Slim's (`InceptionV1/Mixed_3b/Branch_1/
-Conv2d_0b_3x3/weights`).
-"""
+"""TF-Slim's Inception V1 (nets/inception_v1.py): GoogLeNet with batch norm."""
 
 import dataclasses
 

@@ -1,15 +1,4 @@
-"""TF-Slim's Inception V2 (nets/inception_v2.py): BN-Inception.
-
-`inception_v2_base` builds the end points `Conv2d_1a_7x7` ...
-`Mixed_5c` (`SAME` padding throughout, so any image size builds),
-`inception_v2` adds the `Logits` head: an average pool of at most 7x7
-(TF-Slim's `_reduced_kernel_size_for_small_input`), dropout and a 1x1
-convolution. `depth_multiplier` and `min_depth` thin the convolutions.
-Scopes, variables and numerics are TF-Slim's, the first layer a
-separable convolution with biases and no batch norm
-(`InceptionV2/Conv2d_1a_7x7/{depthwise_weights, pointwise_weights,
-biases}`).
-"""
+"""TF-Slim's Inception V2 (nets/inception_v2.py): BN-Inception."""
 
 import dataclasses
 

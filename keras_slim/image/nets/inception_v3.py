@@ -1,14 +1,4 @@
-"""TF-Slim's Inception V3 (nets/inception_v3.py), with its `AuxLogits`.
-
-`inception_v3_base` builds the end points `Conv2d_1a_3x3` ...
-`Mixed_7c` (a stem of `VALID` convolutions and pools, then the inception
-blocks of 35x35, 17x17 and 8x8 at 299 pixels), `inception_v3` adds the
-auxiliary head on `Mixed_6e` and the `Logits` head: an average pool of
-at most 8x8 (TF-Slim's `_reduced_kernel_size_for_small_input`), dropout
-and a 1x1 convolution. `depth_multiplier` and `min_depth` thin the
-convolutions. Scopes, variables and numerics are TF-Slim's
-(`InceptionV3/Mixed_5b/Branch_1/Conv2d_0b_5x5/weights`).
-"""
+"""TF-Slim's Inception V3 (nets/inception_v3.py), with its `AuxLogits`."""
 
 import dataclasses
 

@@ -1,14 +1,4 @@
-"""TF-Slim's Inception V4 (research/slim nets/inception_v4.py).
-
-Szegedy et al., "Inception-v4, Inception-ResNet and the Impact of Residual
-Connections on Learning" (2016): the stem (`Conv2d_1a_3x3` to `Mixed_5a`),
-4 Inception-A blocks (`Mixed_5b`-`Mixed_5e`), Reduction-A (`Mixed_6a`),
-7 Inception-B (`Mixed_6b`-`Mixed_6h`), Reduction-B (`Mixed_7a`),
-3 Inception-C (`Mixed_7b`-`Mixed_7d`), an auxiliary head on `Mixed_6h`
-(`AuxLogits`) and the fully connected logits. Scopes, variables and
-numerics are TF-Slim's (`InceptionV4/Mixed_5b/Branch_1/Conv2d_0b_3x3/
-weights`, batch norm without `gamma`).
-"""
+"""TF-Slim's Inception V4 (research/slim nets/inception_v4.py)."""
 
 import dataclasses
 

@@ -1,11 +1,4 @@
-"""TF-Slim's LeNet (research/slim nets/lenet.py): `lenet`.
-
-TF-Slim's variant of LeNet for 28x28 digits (MNIST): two 5x5 `SAME`
-convolutions (32 and 64 channels), each followed by a 2x2 max pool,
-flattened into a 1024-unit fully connected layer, dropout, and the
-fully connected logits. Scopes, variables and numerics are TF-Slim's
-(`LeNet/conv1/weights`, `LeNet/fc4/biases`).
-"""
+"""TF-Slim's LeNet (research/slim nets/lenet.py): `lenet`."""
 
 from keras_slim.image.nets import _slim
 from keras_slim.image.nets._fully_connected import flatten

@@ -1,14 +1,6 @@
 """TF-Slim's MobileNet v1 (nets/mobilenet_v1.py): `mobilenet_v1` and its
 depth multipliers (`mobilenet_v1_075`, `mobilenet_v1_050`,
 `mobilenet_v1_025`).
-
-A 3x3 convolution then 13 depthwise separable convolutions (a 3x3
-depthwise convolution and a 1x1 pointwise one), each with batch norm
-(`gamma` included) and ReLU6, `SAME` padding; then the `Logits` head: an
-average pool, dropout and a 1x1 convolution with biases. Depths are
-`max(int(depth * depth_multiplier), min_depth)`. Scopes and variables are
-TF-Slim's (`MobilenetV1/Conv2d_1_depthwise/depthwise_weights`), so
-TF-Slim's checkpoints (`mobilenet_v1_1.0_224.ckpt`, ...) load into it.
 """
 
 import collections

@@ -1,15 +1,6 @@
 """TF-Slim's MobileNet v2 (nets/mobilenet/mobilenet_v2.py):
 `mobilenet_v2` and its depth multipliers (`mobilenet_v2_140`,
 `mobilenet_v2_050`, `mobilenet_v2_035`).
-
-A 3x3 convolution, 17 inverted residual blocks (`expanded_conv`: 1x1
-expansion by 6, 3x3 depthwise, linear 1x1 projection) and a 1x1
-convolution to 1280 channels, with batch norm (`gamma` included) and
-ReLU6, `SAME` padding; then a global average pool, dropout and the 1x1
-logits convolution with biases. Depths are multiplied and rounded to
-multiples of 8 (`_make_divisible`). Scopes and variables are TF-Slim's
-(`MobilenetV2/expanded_conv_3/depthwise/depthwise_weights`), so TF-Slim's
-checkpoints (`mobilenet_v2_1.0_224.ckpt`, ...) load into it.
 """
 
 import dataclasses

@@ -1,39 +1,4 @@
-"""The networks `keras-slim-train` builds: TF-Slim's `nets_factory`.
-
-Import it as `from keras_slim.image import nets`. The names are TF-Slim's
-(`inception_v3`, `resnet_v1_50`, `vgg_16`, `mobilenet_v1_050`, `lenet`,
-`cifarnet`, ...), each net TF-Slim's architecture written in Keras
-layers, one module per family as TF-Slim has (`inception_v3.py`,
-`resnet_v1.py`, ...), plus `digits_cnn`, the command's small CNN for 8x8
-digits (the default). One table, `_NETS`, gives each name its function
-(so which module builds it), arg scope, TF-Slim scope, image sizes and
-preprocessing; everything here reads it.
-
-- `get_network_fn(name, num_classes, weight_decay)`: TF-Slim's
-  signature: a function of an image tensor returning `(logits,
-  end_points)`, Keras tensors, under the net's arg scope;
-- `build(name, num_classes, ...)`: a functional `keras_slim.SlimModel`
-  from an input `images` to the logits (no softmax: train with
-  `from_logits=True` losses), and, for a net with TF-Slim's auxiliary
-  head (`AuxLogits`), a second output with its logits;
-- `slim_name_map(name)`: each variable's name in TF-Slim's checkpoints,
-  for `keras_slim.callbacks.WarmStart(name_map=...)`; `slim_scope(name,
-  scope)`: a TF-Slim scope (`InceptionV3/Logits`) as a pattern on the
-  variables' Keras paths (`--checkpoint_exclude_scopes`).
-
-Variable paths: a TF-Slim scope `Mixed_5b/Branch_1/Conv2d_0b_5x5` is the
-Keras layer `Mixed_5b.Branch_1.Conv2d_0b_5x5` (Keras layer names hold no
-`/`), so `Mixed_5b.Branch_1.Conv2d_0b_5x5/kernel` is TF-Slim's
-`InceptionV3/Mixed_5b/Branch_1/Conv2d_0b_5x5/weights`. List them with
-
-```python
-model = nets.build("inception_v3", 5, image_size=128)
-print([v.path for v in model.trainable_variables])
-```
-
-Weight decay is TF-Slim's: an L2 penalty `weight_decay / 2 * sum(w**2)`
-(`tf.nn.l2_loss`) on weights, as each net's arg scope applies it.
-"""
+"""The networks `keras-slim-train` builds: TF-Slim's `nets_factory`."""
 
 import dataclasses
 import functools

@@ -1,11 +1,4 @@
-"""TF-Slim's OverFeat (nets/overfeat.py): `overfeat`.
-
-Sermanet et al.'s OverFeat (2014), its fully connected layers as
-convolutions as TF-Slim wrote them: `fc6` a 6x6 `VALID` convolution (so
-images of 231 pixels), `fc7` and `fc8` 1x1 convolutions, dropout between
-them. Scopes, variables and numerics are TF-Slim's
-(`overfeat/conv1/weights`).
-"""
+"""TF-Slim's OverFeat (nets/overfeat.py): `overfeat`."""
 
 from keras_slim.image.nets import _slim
 from keras_slim.image.nets._slim import conv2d

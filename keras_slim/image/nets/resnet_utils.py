@@ -1,16 +1,4 @@
-"""TF-Slim's ResNet building blocks (nets/resnet_utils.py).
-
-`Block`, `subsample`, `conv2d_same` (TF-Slim's explicit padding before a
-strided convolution), `stack_blocks_dense` (the blocks' units, with
-`output_stride` by atrous convolution), `resnet_arg_scope` and the nets'
-common end (`pool_and_logits`), shared by `resnet_v1` and `resnet_v2`.
-As in TF-Slim, a block subsamples in the 3x3 convolution of its last
-unit, not in the first unit.
-
-End points are TF-Slim's collection, keyed by scope below the net's:
-each convolution (`block1/unit_1/bottleneck_v1/conv1`), each unit
-(`block1/unit_1/bottleneck_v1`) and each block (`block1`).
-"""
+"""TF-Slim's ResNet building blocks (nets/resnet_utils.py)."""
 
 import collections
 

@@ -1,16 +1,5 @@
 """TF-Slim's original ResNets (nets/resnet_v1.py): `resnet_v1_50`,
 `resnet_v1_101`, `resnet_v1_152`, `resnet_v1_200`.
-
-Bottleneck units with batch norm after every convolution and projection
-shortcuts only where the depth grows, as in [1]; ResNet-200 is from [2].
-Scopes, variables and numerics are TF-Slim's
-(`resnet_v1_50/block1/unit_1/bottleneck_v1/conv1/weights`); the end points
-are listed in `resnet_v1`.
-
-[1] He, Zhang, Ren, Sun. Deep Residual Learning for Image Recognition.
-    arXiv:1512.03385.
-[2] He, Zhang, Ren, Sun. Identity Mappings in Deep Residual Networks.
-    arXiv:1603.05027.
 """
 
 import keras

@@ -1,18 +1,5 @@
 """TF-Slim's pre-activation ResNets (nets/resnet_v2.py): `resnet_v2_50`,
 `resnet_v2_101`, `resnet_v2_152`, `resnet_v2_200`.
-
-The full pre-activation bottleneck units of [2]: each unit starts with
-batch norm and ReLU (`preact`), its convolutions `shortcut` and `conv3`
-have biases and nothing after them, and the net ends with `postnorm`
-(batch norm and ReLU) before the pooling; `conv1` has neither batch norm
-nor activation. Scopes, variables and numerics are TF-Slim's
-(`resnet_v2_50/block1/unit_1/bottleneck_v2/preact/gamma`); the end points
-are listed in `resnet_v2`.
-
-[1] He, Zhang, Ren, Sun. Deep Residual Learning for Image Recognition.
-    arXiv:1512.03385.
-[2] He, Zhang, Ren, Sun. Identity Mappings in Deep Residual Networks.
-    arXiv:1603.05027.
 """
 
 import keras

@@ -1,10 +1,4 @@
-"""TF-Slim's VGG nets (nets/vgg.py): `vgg_a`, `vgg_16`, `vgg_19`.
-
-Oxford's VGG with the fully connected layers as convolutions, as TF-Slim
-wrote them: `fc6` a 7x7 `VALID` convolution (so images of 224 pixels),
-`fc7` and `fc8` 1x1 convolutions, dropout between them. Scopes, variables
-and numerics are TF-Slim's (`vgg_16/conv1/conv1_1/weights`).
-"""
+"""TF-Slim's VGG nets (nets/vgg.py): `vgg_a`, `vgg_16`, `vgg_19`."""
 
 from keras_slim.image.nets import _slim
 from keras_slim.image.nets._slim import conv2d

@@ -1,10 +1,5 @@
 """What TF-Slim's preprocessing families share: TF1's resizes, stateless
 draws, seeds and argument checks.
-
-TF-Slim's research/slim called TF1's `tf.image.resize_images` and
-`tf.image.resize_bilinear` (`align_corners=False`, no half-pixel centers);
-TF2's `tf.image.resize` samples at half-pixel centers, which gives other
-pixels. `resize` calls the kernels TF1 called, with TF1's arguments.
 """
 
 import tensorflow as tf

@@ -1,15 +1,4 @@
-"""TF-Slim's `distort_color`, in stateless TensorFlow ops.
-
-`inception_preprocessing.preprocess_for_train` distorts an image's colors
-as TF-Slim's does: brightness then saturation in `fast_mode`, else also
-hue and contrast, in one of four orders (`ORDERINGS`) drawn at random,
-each TF1's `adjust_*` op, then clipped to [0, 1]. The random values come
-first, from one seed (`color_draws`: a `ColorDraws`); the pixel ops then
-take them (`apply_color`), so the same seed gives the same pixels, and
-`distort_color` is the two in one, with TF-Slim's signature. Users reach
-these through `keras_slim.image.preprocessing.inception_preprocessing`,
-TF-Slim's module, which re-exports them.
-"""
+"""TF-Slim's `distort_color`, in stateless TensorFlow ops."""
 
 import typing
 

@@ -1,20 +1,4 @@
-"""TF-Slim's `cifarnet_preprocessing`, in stateless TensorFlow ops.
-
-Training (`preprocess_for_train`), in TF-Slim's order: the image as
-float32 on its decoded scale (0-255), padded with 4 zero pixels on each
-side, a random `output_height` x `output_width` crop, flipped left-right
-with probability 1/2, TF1's `adjust_brightness` by a delta in [-63, 63),
-`adjust_contrast` by a factor in [0.2, 1.8), then
-`tf.image.per_image_standardization`. Evaluation (`preprocess_for_eval`):
-`resize_image_with_crop_or_pad` (a central crop, or zero padding) and the
-standardization; there is no resize in either.
-
-The randomness is stateless: `train_draws` draws the crop's offsets, the
-flip, the brightness delta and the contrast factor from a `[2]` seed and
-the image's shape; `apply_train` does the pixel ops given them. The pad
-and crop come before the conversion to float32 here (the same pixels,
-fewer converted).
-"""
+"""TF-Slim's `cifarnet_preprocessing`, in stateless TensorFlow ops."""
 
 import typing
 

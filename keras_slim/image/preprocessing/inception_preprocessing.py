@@ -1,31 +1,4 @@
-"""TF-Slim's `inception_preprocessing`, in stateless TensorFlow ops.
-
-Training (`preprocess_for_train`), in TF-Slim's order: a random box of
-the image (`tf.image.sample_distorted_bounding_box` with TF-Slim's
-arguments: 5% to 100% of the image, aspect ratio width / height in
-[0.75, 1.33], at least 10% of `bbox`), resized with TF1's
-`resize_images` (bilinear in `fast_mode`, else one of TF1's four methods
-at random), flipped left-right with probability 1/2, its colors distorted
-(`distort_color`: brightness then saturation in `fast_mode`, else also
-hue and contrast in one of four random orders), clipped to [0, 1], then
-scaled to [-1, 1]. TF-Slim's train_image_classifier calls it with
-`fast_mode=True`.
-
-Evaluation (`preprocess_for_eval`): the central 87.5% of the image,
-resized with TF1's `resize_bilinear`, scaled to [-1, 1].
-
-The resizes are TF1's (no half-pixel centers, `_image_ops.resize`), the
-color ops TF1's `adjust_*`, so the pixels are TF-Slim's given the same
-random values. The randomness is stateless: each random step is split
-into draws (`train_draws`, `color_draws`, `box_draws`: the random values
-from a `[2]` seed and the image's shape) and an apply (`apply_train`,
-`apply_color`: pixel ops given the draws). Where TF-Slim converts the
-whole image to float32 and then crops, the crop comes first here: a
-conversion per pixel, the same numbers with less work.
-
-An image is uint8 (or another integer type, scaled by its maximum as
-`tf.image.convert_image_dtype` does) or float32 in [0, 1].
-"""
+"""TF-Slim's `inception_preprocessing`, in stateless TensorFlow ops."""
 
 import typing
 

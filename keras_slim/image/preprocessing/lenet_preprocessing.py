@@ -1,10 +1,4 @@
-"""TF-Slim's `lenet_preprocessing`: no augmentation, no resize.
-
-The image as float32 on its decoded scale (0-255), optionally one gray
-channel, centrally cropped or zero-padded (`resize_image_with_crop_or_pad`)
-to the output size, then `(x - 128) / 128`: [-1, 1) for uint8 images.
-The same in training and evaluation.
-"""
+"""TF-Slim's `lenet_preprocessing`: no augmentation, no resize."""
 
 import tensorflow as tf
 

@@ -1,28 +1,4 @@
-"""TF-Slim's `preprocessing_factory`, in TensorFlow ops for tf.data.
-
-`get_preprocessing(name, is_training=False, use_grayscale=False)` returns
-`preprocessing_fn(image, output_height, output_width, **kwargs)`, as
-research/slim's does, from TF-Slim's whole name map: `"cifarnet"`,
-`"inception"` (and the inception, mobilenet, nasnet and pnasnet nets'
-names), `"lenet"`, `"vgg"` (and the vgg and resnet nets' names); plus
-`"digits"`, the bundled digits' (keras_slim's: resized, in [0, 1]). One
-module per family, as TF-Slim's: `inception_preprocessing`,
-`vgg_preprocessing`, `cifarnet_preprocessing`, `lenet_preprocessing`,
-`digits_preprocessing`; each keeps TF-Slim's functions and positional
-signatures (`preprocess_image`, `preprocess_for_train`,
-`preprocess_for_eval`, `distort_color`, ...).
-
-What equals TF-Slim's: the ops and their order, TF1's resizes (no
-half-pixel centers), TF1's color ops, TF-Slim's constants; given the same
-random values, the same pixels (tested against TF1's ops in graph mode).
-What differs: the randomness is stateless (`tf.random.stateless_*`):
-each family's random functions take a keyword `seed`, a `[2]` integer
-seed (`keras_slim.image.datasets` passes `[seed, element index]`, so a
-pipeline is reproducible and resumes exactly), drawn from TensorFlow's
-global generator when `None`; the same seed gives the same crop, flip and
-colors. Image summaries (`add_image_summaries`) are accepted and not
-written.
-"""
+"""TF-Slim's `preprocessing_factory`, in TensorFlow ops for tf.data."""
 
 from keras_slim import checks
 from keras_slim.image.preprocessing import cifarnet_preprocessing

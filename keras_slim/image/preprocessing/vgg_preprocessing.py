@@ -1,19 +1,4 @@
-"""TF-Slim's `vgg_preprocessing`, in stateless TensorFlow ops.
-
-Training (`preprocess_for_train`), in TF-Slim's order: the image resized
-(TF1's `resize_bilinear`, aspect ratio kept, sides rounded with
-`tf.math.rint`) so that its smaller side is a random integer in
-[`resize_side_min`, `resize_side_max`] (256 to 512), a random
-`output_height` x `output_width` crop, flipped left-right with
-probability 1/2, minus the ImageNet channel means (123.68, 116.78,
-103.94). Evaluation (`preprocess_for_eval`): the smaller side resized to
-`resize_side` (256), the central crop, minus the means.
-
-The pixels keep the decoded image's scale (0-255 for uint8): TF-Slim
-resizes the image as decoded. The randomness is stateless: `train_draws`
-draws the side, the crop's offsets and the flip from a `[2]` seed and the
-image's shape; `apply_train` does the pixel ops given them.
-"""
+"""TF-Slim's `vgg_preprocessing`, in stateless TensorFlow ops."""
 
 import typing
 
