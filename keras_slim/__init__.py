@@ -1,13 +1,4 @@
-"""keras_slim: TF-Slim's training machinery on Keras 3.
-
-Gradient policies (multipliers, freezing, clipping, NaN checks) applied
-after the cross-replica sum, in a `keras.Model` train step; training
-services as callbacks for `model.fit`, and `train()` for TF-Slim code;
-`DeploymentConfig` for clones, replicas and parameter servers; TF1's
-`tf.compat.v1.train` optimizers, step for step, in `optimizers`. TF-Slim's
-image classification app (the two commands, nets, datasets,
-preprocessing) is `keras_slim.image`, built on this library.
-"""
+"""keras_slim: TF-Slim's training machinery on Keras 3."""
 
 from keras_slim import _startup
 

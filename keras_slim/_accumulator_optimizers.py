@@ -1,13 +1,4 @@
-"""TF1's Adagrad, Adadelta and Ftrl: the accumulator family, in Keras 3.
-
-The three `tf.compat.v1.train` optimizers that scale each coordinate's
-step by accumulated squares of its gradients (Adagrad's `accumulator`,
-Adadelta's `accum` and `accum_update`, Ftrl's `accum` and `linear`),
-each running its TF1 class's kernel on TF1's slots, as the other classes
-of `keras_slim.optimizers` do. Users reach them as
-`keras_slim.optimizers.Adagrad`, `.Adadelta` and `.Ftrl`, their public
-home, which Keras's serialization records as their `module` (set below).
-"""
+"""TF1's Adagrad, Adadelta and Ftrl: the accumulator family, in Keras 3."""
 
 import keras
 import tensorflow as tf

@@ -1,16 +1,4 @@
-"""A checkpoint directory that survives damage, kills and a second user.
-
-`tf.train.CheckpointManager` trusts the `checkpoint` state file: a garbage,
-empty or deleted one makes a rerun start from step 0 and overwrite good
-checkpoints. Here the checkpoints are found by their files
-(`model.ckpt-<step>.index`), the state file is rewritten from them when it
-disagrees, what an interrupted save left (`model.ckpt-<step>_temp/`) is
-removed, and a checkpoint that cannot be read is moved aside
-(`<name>.damaged-<time>`), never deleted. One training at a time holds a
-directory: `lock` writes `.keras_slim.lock` with the holder's pid and
-host; a lock whose process is gone is taken over. `save` writes a
-checkpoint so that a failure (a full disk) loses nothing complete.
-"""
+"""A checkpoint directory that survives damage, kills and a second user."""
 
 import errno
 import json

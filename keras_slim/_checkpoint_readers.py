@@ -1,17 +1,4 @@
-"""Reading the checkpoints a warm start accepts, one reader per format.
-
-- TF1 name-based checkpoints (TF-Slim, `tf.compat.v1.train.Saver`): names
-  are the graph's variable names (`InceptionV1/Conv2d_1a_7x7/weights`),
-  read with `tf.train.load_checkpoint`.
-- TF2 object-based checkpoints (`tf.train.Checkpoint`, keras_slim's
-  `Checkpoints`): the stored keys follow the object graph
-  (`model/layer1.Skernel/.ATTRIBUTES/VARIABLE_VALUE`). Names are the object
-  paths read back from the checkpoint's `TrackableObjectGraph`
-  (`model/layer1/kernel`, `optimizer/_iterations`).
-- Keras `.weights.h5` / `.keras` files: names are the HDF5 dataset paths
-  Keras writes (`layers/dense/vars/0`), read with h5py; each `vars` group
-  carries the name of its layer, which maps them to a model.
-"""
+"""Reading the checkpoints a warm start accepts, one reader per format."""
 
 import io
 import os

@@ -1,13 +1,4 @@
-"""Where a cluster is described: `TF_CONFIG`, or a SLURM job step.
-
-A training of several processes learns its cluster from its environment:
-`TF_CONFIG` (what Kubeflow's TFJob, Vertex AI and `keras-slim-cluster`
-set), else, under `srun`, SLURM's variables, read by TensorFlow's own
-`SlurmClusterResolver` (each node's tasks on consecutive ports from a
-base; the hostlist expanded as `scontrol show hostnames` does). Under
-parameter servers the job step's task 0 is the coordinator (`chief`), the
-next `num_ps_tasks` the parameter servers, the rest the workers.
-"""
+"""Where a cluster is described: `TF_CONFIG`, or a SLURM job step."""
 
 import json
 import os

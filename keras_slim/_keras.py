@@ -1,14 +1,5 @@
 """Every private Keras and TensorFlow internal keras_slim touches, but
 the optimizers' (`keras_slim/_keras_optimizer.py`).
-
-Keras has no public hook for "the gradients are already summed", for the
-loss tracker of the built-in train step, or for `fit` under the strategies
-it does not support. keras_slim reaches into Keras (pinned:
-`keras==3.15.*`) and TensorFlow here and in the optimizers' module only,
-each internal behind a name that says what it is for.
-`tests/test_keras_internals.py` checks every one, so an upgrade fails
-loudly and says which. One more is a method override, which must live on
-the class: `SlimModel._maybe_symbolic_build` (pinned there too).
 """
 
 import numpy as np

@@ -1,12 +1,4 @@
-"""Every private Keras internal of the optimizers keras_slim touches.
-
-The step's adapter onto Keras's optimizer (`keras_slim/_step/apply.py`),
-the accumulation it bypasses, the learning-rate factors and the moving
-averages reach into Keras's optimizer here and only here, each behind a
-name that says what it is for, pinned (`keras==3.15.*`) and checked by
-`tests/test_keras_internals.py`. The other internals are in
-`keras_slim/_keras.py`.
-"""
+"""Every private Keras internal of the optimizers keras_slim touches."""
 
 import keras
 import tensorflow as tf

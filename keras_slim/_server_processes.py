@@ -1,14 +1,4 @@
-"""The processes that serve a `LocalCluster`'s tasks.
-
-Each is one process running `tf.distribute.Server`s, one per task it is
-given, until the process that started it is gone (`_SERVE`, a program
-without keras_slim and without Keras). A caller that has imported
-TensorFlow and not started its runtime (no op run, no device listed) and
-runs no other thread forks it from itself (`_ForkedServer`: about 0.05 s
-of CPU instead of an interpreter's 2.6 s import of TensorFlow); any other
-starts it as a new interpreter. Both kinds have the `subprocess.Popen`
-methods `LocalCluster` uses (`poll`, `wait`, `send_signal`, `kill`).
-"""
+"""The processes that serve a `LocalCluster`'s tasks."""
 
 import gc
 import json

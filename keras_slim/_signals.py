@@ -1,13 +1,4 @@
-"""SIGTERM and SIGINT during training: finish the call, save, stop.
-
-A run's `StopSignals` replaces the two handlers while `Checkpoints` runs
-(`catch`): the first signal is only recorded (`received`), so the call
-of the train function in flight finishes and `Checkpoints` saves and
-stops at its end. A second SIGINT aborts at once (`KeyboardInterrupt`),
-or just after a save being written (`saving`), so no checkpoint is left
-half-written. The run puts the previous handlers back when it ends
-(`release`).
-"""
+"""SIGTERM and SIGINT during training: finish the call, save, stop."""
 
 import contextlib
 import logging

@@ -1,25 +1,4 @@
-"""TensorFlow's C++ log level, for a process that runs a keras_slim command.
-
-TensorFlow reads `TF_CPP_MIN_LOG_LEVEL` once, when it loads: its C++ info
-lines (`cpu_feature_guard.cc`, oneDNN's `port.cc`, the profiler's
-`profiler_session.cc`) can only be silenced before that. A command's own
-code runs after the package it lives in, which loads TensorFlow; so the
-package, which runs first, looks here whether this process is one of
-keras_slim's commands (`keras-slim-train`, `keras-slim-eval`, or `python
--m keras_slim.image.<command>`) and, if so, sets that level from the
-command's `--verbosity` (absl's: 0, the default, keeps TensorFlow's
-warnings and errors; 1 or more shows its info lines too), unless
-`TF_CPP_MIN_LOG_LEVEL` is already set. A program that imports keras_slim
-is left alone.
-
-Some TensorFlow 2.21 builds print oneDNN's `port.cc` info line through
-absl's C++ logging before it is initialized, whatever
-`TF_CPP_MIN_LOG_LEVEL` says. At verbosity 0 a command therefore imports
-TensorFlow with its stderr (file descriptor 2) going to a temporary
-file, then writes back every line except those info lines (`I0000 ...`
-and absl's "All log messages before absl::InitializeLog()" preamble):
-warnings and errors from the import still show.
-"""
+"""TensorFlow's C++ log level, for a process that runs a keras_slim command."""
 
 import contextlib
 import gc

@@ -1,17 +1,4 @@
-"""Workers agree to stop: a signal to one worker stops all at one step.
-
-Under `MultiWorkerMirroredStrategy` a preempted worker must not stop
-alone (the others would wait for it in their next all-reduce). So
-`Checkpoints` asks a `StopAgreement`, at the end of each call of the train
-function, whether any worker was signalled; every worker gets the same
-answer at the same call, from one all-reduce of a small vector, made at
-every call while timing the first ones, then about every `interval_secs`
-(an all-reduce costs a share of a small model's step:
-docs/benchmarks.md, "Resume and reliability"). The same all-reduce
-carries the chief's wish to save on time (`decide`), so that every worker
-saves at the same step, its input position included
-(`keras_slim/callbacks/_worker_positions.py`).
-"""
+"""Workers agree to stop: a signal to one worker stops all at one step."""
 
 import math
 import time

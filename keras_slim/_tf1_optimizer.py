@@ -1,14 +1,5 @@
 """The base of `keras_slim.optimizers`: a Keras 3 optimizer running a TF1
 training kernel in `update_step`.
-
-TF1's `tf.compat.v1.train` optimizers update a variable with one kernel
-of `tensorflow/core/kernels/training_ops.cc` (`ResourceApplyRMSProp`, ...)
-over the variable's and its slots' resource handles. `TF1Optimizer` keeps
-Keras's machinery (`apply`, the cross-replica sum, clipping, `use_ema`,
-`iterations`, checkpoints) and replaces only the step: each subclass names
-its TF1 slots with their initial values and calls the same kernel with the
-same arguments. A gradient that is a `tf.IndexedSlices` takes TF1's sparse
-path: duplicate indices summed, then the `ResourceSparseApply*` kernel.
 """
 
 import math

@@ -1,8 +1,4 @@
-"""The checks of `keras_slim.train`'s arguments and data, before any step.
-
-Each error names the argument and the value received, and what would be
-valid, as TF-Slim's and Keras's do.
-"""
+"""The checks of `keras_slim.train`'s arguments and data, before any step."""
 
 import argparse
 import math

@@ -1,11 +1,4 @@
-"""Variables by path, and what the checkpoint functions share about them.
-
-The pieces `keras_slim.checkpoints` (TF-Slim's variables functions),
-`keras_slim.training_state` and `keras_slim.callbacks.WarmStart` have in
-common: a model's variables keyed by path, patterns on those paths, and
-matching a map of checkpoint keys to variables against a checkpoint
-reader (`keras_slim/_checkpoint_readers.py`).
-"""
+"""Variables by path, and what the checkpoint functions share about them."""
 
 import re
 

@@ -1,15 +1,4 @@
-"""TF-Slim's variables functions: read a checkpoint, restore from it.
-
-TF-Slim's `slim.variables` (`get_variables_to_restore`,
-`assign_from_checkpoint`, `assign_from_values`) and object_detection's
-`variables_helper.get_variables_available_in_checkpoint`, eager, for TF1
-name-based checkpoints (TF-Slim, `tf.compat.v1.train.Saver`), TF2
-object-based checkpoints (`tf.train.Checkpoint`, keras_slim's
-`Checkpoints`) and Keras weights files; see `list_variables` for the
-names each format gives. `keras_slim.callbacks.WarmStart` composes them;
-what keras_slim's own training checkpoints hold is
-`keras_slim.training_state`.
-"""
+"""TF-Slim's variables functions: read a checkpoint, restore from it."""
 
 import collections
 import logging

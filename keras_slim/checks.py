@@ -1,14 +1,4 @@
-"""The argument checks the library and the image app share.
-
-Each check takes an argument's name and the value received, returns the
-value (converted where it says so: an `int`, a `float`, a path as `str`)
-and raises `ValueError` in Keras's wording otherwise: "Invalid value for
-argument `every_n_steps`. Received: every_n_steps=0. Expected a positive
-integer." The callbacks, `DeploymentConfig`, the optimizers and
-`keras_slim.image`'s commands, nets, datasets and preprocessing check
-their arguments here, so an argument gets the same message wherever it
-is checked.
-"""
+"""The argument checks the library and the image app share."""
 
 import math
 import numbers

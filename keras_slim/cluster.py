@@ -1,34 +1,4 @@
-"""Real multi-process clusters on loopback, for tests, docs and demos.
-
-Every task is its own process on 127.0.0.1 with a gRPC server:
-
-- with parameter servers (`ps > 0`): the worker and ps tasks are
-  `tf.distribute.Server`s started here; the training program is the
-  coordinator (task `chief`), with `TF_CONFIG` naming them;
-- without (`ps == 0`): the training program runs once per worker, each with
-  its `TF_CONFIG`, under `MultiWorkerMirroredStrategy`.
-
-With parameter servers, `LocalCluster(..., one_process=True)` serves every
-worker and ps task from one process instead (still one gRPC server per
-task, each on its own port): cheaper to start. The tasks to be stopped
-alone (`kill`, `pause`) are named in `alone`, and get a process each.
-A program that has imported TensorFlow and not yet started its runtime
-(no op run, no device listed), as a coordinator is when it makes its
-cluster first, gets its servers forked from itself: no import of
-TensorFlow per server.
-
-From a shell:
-
-```sh
-keras-slim-cluster --workers 2 --ps 2 -- python train.py --flags
-keras-slim-cluster --workers 2 -- python train.py --flags
-```
-
-From Python, `LocalCluster` (or `keras_slim.testing.local_cluster`). The
-processes are always cleaned up: when the context exits, when the caller
-fails, and, for the servers, when the process that started them dies
-(each server watches its parent).
-"""
+"""Real multi-process clusters on loopback, for tests, docs and demos."""
 
 import argparse
 import contextlib

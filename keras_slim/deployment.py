@@ -1,25 +1,4 @@
-"""`DeploymentConfig`: TF-Slim's `model_deploy` settings as a strategy.
-
-TF-Slim placed clones on devices and variables on parameter servers
-itself. In TF2 the `tf.distribute` strategies do the placement; this
-module maps the same configuration onto them:
-
-- one clone: the default strategy (`OneDeviceStrategy("/cpu:0")` with
-  `clone_on_cpu` on a GPU machine);
-- `num_clones=n`: `MirroredStrategy` over `GPU:0..n-1`, or over `n` CPU
-  devices with `clone_on_cpu`;
-- `num_replicas > 1`: `MultiWorkerMirroredStrategy` (synchronous
-  replicas);
-- `num_ps_tasks > 0`: `ParameterServerStrategy` (variables round-robin
-  over the ps tasks); asynchronous workers, or with
-  `replicas_to_aggregate` synchronous steps with backup workers
-  (`SyncReplicasOptimizer`, `keras_slim/_fit/sync_replicas.py`).
-
-The cluster of the last two comes from `cluster_resolver`, else from the
-`TF_CONFIG` environment variable (`tf.distribute.cluster_resolver.
-TFConfigClusterResolver`), else, in a SLURM job step (`srun`), from
-SLURM's (`SlurmClusterResolver`; `keras_slim/_cluster_env.py`).
-"""
+"""`DeploymentConfig`: TF-Slim's `model_deploy` settings as a strategy."""
 
 import json
 import os

@@ -1,23 +1,4 @@
-"""TF-Slim's gradient functions on lists of `(gradient, variable)` pairs.
-
-These are the building blocks of `slim.learning.create_train_op` and of
-object_detection's `variables_helper`, rewritten for TensorFlow 2 and Keras 3.
-Each function is pure: it takes a list of `(gradient, variable)` pairs and
-returns a new list, and works for `keras.Variable`s and `tf.Variable`s alike.
-`IndexedSlices` gradients (from embeddings) stay sparse.
-
-Multiplying and clipping have one implementation, `multiply_and_clip`: it
-folds a gradient's multiplier and its clip into one scalar factor,
-computed for all gradients at once, so a step gets a handful of ops rather
-than a handful per variable. `multiply_gradients`, `clip_gradient_norms`
-and `clip_by_global_norm` are its one-stage uses, and `GradientPolicy`
-applies it after the cross-replica sum.
-
-A variable is named by its *path*: `variable.path` for a Keras variable
-(`"dense/kernel"`), the op name for a `tf.Variable` (`"dense/kernel"` for
-`"dense/kernel:0"`). Keras variables are unhashable, so maps are keyed by
-path strings.
-"""
+"""TF-Slim's gradient functions on lists of `(gradient, variable)` pairs."""
 
 import re
 

@@ -1,12 +1,4 @@
-"""`keras_slim.train`: TF-Slim's `slim.learning.train` on `model.fit`.
-
-The loop is Keras's `fit`; the services are keras_slim's callbacks
-(`keras_slim/_train_services.py`): `Checkpoints` (restore at begin, save
-on intervals and at the end), `StopAtStep(last_step=number_of_steps)`,
-`Summaries`, `Trace`, `NanLossGuard` and `LogEveryNSteps`. What `train`
-adds is TF-Slim's contract: train up to a global step, stop when finite
-data runs out, and return the loss of the last step.
-"""
+"""`keras_slim.train`: TF-Slim's `slim.learning.train` on `model.fit`."""
 
 import warnings
 

@@ -1,16 +1,4 @@
-"""`SlimModel`: a `keras.Model` whose train step applies a `GradientPolicy`.
-
-The train step reads like Keras's own (`TensorFlowTrainer.train_step`):
-forward, loss, `scale_loss`, gradient, then the TF-Slim part:
-sum across replicas once, run the policy on the sum, apply (skipping a step
-whose loss is not finite). Losses and metrics are reported through the same
-trackers as the built-in step, so `history` matches a plain `keras.Model`.
-
-This module holds the model: construction, the policy, the train step and
-its config. How `fit` schedules the steps (parameter servers, steps per
-call, the data feed, the multi-step loops) is in `keras_slim/_fit/`; the
-Keras internals both use are in `keras_slim/_keras.py`.
-"""
+"""`SlimModel`: a `keras.Model` whose train step applies a `GradientPolicy`."""
 
 import functools
 import inspect

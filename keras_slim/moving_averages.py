@@ -1,15 +1,4 @@
-"""TF1's moving averages of the weights, on Keras's `use_ema`.
-
-Keras's optimizers keep a moving average of the trainable weights with
-`use_ema=True`: the first step's weights, then a fixed momentum. TF-Slim's
-train_image_classifier kept `tf.train.ExponentialMovingAverage(decay,
-num_updates=global_step)`, whose decay warms up: `min(decay, (1 + n) /
-(10 + n))` at global step `n`, from averages that start at the weights'
-initial values. With TF-Slim's usual 0.9999 the two differ for the first
-~90,000 steps. `warm_up` gives a Keras optimizer TF1's rule, in the same
-averages (so checkpoints, evaluation, export and Keras's
-`finalize_variable_values` read them as before).
-"""
+"""TF1's moving averages of the weights, on Keras's `use_ema`."""
 
 import keras
 

@@ -1,42 +1,4 @@
-"""TF1's `tf.compat.v1.train` optimizers as Keras 3 optimizers.
-
-Each class takes its TF1 class's arguments, with TF1's names and defaults,
-and its `update_step` runs the training kernel the TF1 class runs (the
-same TensorFlow op, on the variable's and its slots' resource handles),
-with TF1's slots and their initial values. A step therefore moves the
-variables exactly as TF1's does, where Keras's namesakes differ: Keras's
-`RMSprop` starts its mean square at 0 and adds epsilon outside the square
-root, Keras's `SGD` with momentum scales the accumulator by the learning
-rate before accumulating (TF1 after, which differs under a decaying rate).
-
-Class, TF1 class (`tf.compat.v1.train.`), kernel (`tf.raw_ops.`):
-
-- `GradientDescent`: `GradientDescentOptimizer`,
-  `ResourceApplyGradientDescent`;
-- `Momentum`: `MomentumOptimizer`, `ResourceApplyMomentum`;
-- `RMSProp`: `RMSPropOptimizer`, `ResourceApplyRMSProp` (centered:
-  `ResourceApplyCenteredRMSProp`);
-- `Adam`: `AdamOptimizer`, `ResourceApplyAdam`;
-- `Adagrad`: `AdagradOptimizer`, `ResourceApplyAdagrad`;
-- `Adadelta`: `AdadeltaOptimizer`, `ResourceApplyAdadelta`;
-- `Ftrl`: `FtrlOptimizer`, `ResourceApplyFtrl` (with an L2 shrinkage:
-  `ResourceApplyFtrlV2`).
-
-A `tf.IndexedSlices` gradient (an embedding's) takes TF1's sparse path:
-repeated indices summed, then the `ResourceSparseApply*` kernel
-(`ResourceScatterAdd` for `GradientDescent`; `Adam`, whose TF1 sparse
-update decays every row, applies the dense kernel to the summed slices).
-
-The rest is Keras's: `apply`, the cross-replica sum, clipping,
-`use_ema`, `iterations`, `get_config`, and the checkpoint layout: the
-slots are the optimizer's Keras variables, saved by their position in its
-`variables` list as Keras's own optimizers' are, and named with TF1's slot
-names (`<variable path>_<slot>`: `dense_kernel_rms`), which
-`slot(var, name)` and `slot_names()` read (TF1's `get_slot` and
-`get_slot_names`). Each runs under `SlimModel` and every strategy
-keras_slim deploys (`MirroredStrategy`, `MultiWorkerMirroredStrategy`,
-`ParameterServerStrategy`).
-"""
+"""TF1's `tf.compat.v1.train` optimizers as Keras 3 optimizers."""
 
 import keras
 import tensorflow as tf

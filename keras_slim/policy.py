@@ -1,30 +1,4 @@
-"""`GradientPolicy`: what happens to gradients between backprop and update.
-
-The policy gathers what TF-Slim's `create_train_op` (`variables_to_train`,
-`gradient_multipliers`, `clip_gradient_norm`, `check_numerics`) and
-object_detection's `variables_helper` (`freeze_gradients_matching_regex`,
-`multiply_gradients_matching_regex`) did. It runs in three named stages, in
-the order TF-Slim used, after the gradients were summed across replicas:
-
-1. `select`: keep the variables named by `trainable`, drop those named by
-   `freeze` (the optimizer never sees them: no weight decay, no momentum);
-2. `multiply`: scale gradients by `multipliers` (several matching patterns
-   multiply);
-3. `clip`: `clip_norm` per tensor, or `clip_global_norm` over all of them.
-
-Then the optimizer applies them, at a learning rate scaled per variable by
-`lr_multipliers` and `layer_decay` (`keras_slim/_step/lr_factors.py`): the
-update of a variable with learning-rate multiplier `m` is the optimizer's
-own at `learning_rate * m`, which a gradient multiplier is not under Adam
-or RMSProp.
-
-Patterns are Python regular expressions matched with `re.match` against a
-variable's path (`"fc1/kernel"`). They are resolved once per model into a
-`PolicyPlan`, which the train step applies. An empty pattern `""` is
-ignored, with a warning, as TF-Slim's and object_detection's regex
-functions (`keras_slim.gradients`) ignore it: it would otherwise match
-every variable.
-"""
+"""`GradientPolicy`: what happens to gradients between backprop and update."""
 
 import dataclasses
 import logging

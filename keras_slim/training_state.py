@@ -1,26 +1,4 @@
-"""What a training checkpoint holds, and reading it back safely.
-
-A checkpoint is a `tf.train.Checkpoint` written by a
-`tf.train.CheckpointManager` under TF-Slim's names (`model.ckpt-<global
-step>`), so `tf.train.latest_checkpoint(directory)` finds the newest. It
-holds what resuming a run exactly needs:
-
-- `model`: every variable of the model, keyed by its path (trainable and
-  not: batch-norm statistics, the state of dropout's seed generators);
-- `structure`: those paths in model order, so that an identically built
-  model whose layers got other automatic names restores by position;
-- `optimizer`: the optimizer's own variables (`iterations`, the global
-  step; slots such as Adam's moments; a loss scale);
-- `averages`: with `use_ema=True` (`--moving_average_decay`), the
-  moving averages again, keyed by their variable's path, so that an
-  evaluation finds them without knowing the optimizer
-  (`restore_for_inference`, `keras-slim-eval`);
-- `data`: for a `SlimModel`, the input position of its `fit`.
-
-Keras 3 models are not tracked as `tf.train.Checkpoint` dependencies by
-their layers, so the model's variables are listed by path here.
-`keras_slim.callbacks.Checkpoints` writes and restores these.
-"""
+"""What a training checkpoint holds, and reading it back safely."""
 
 import logging
 import re

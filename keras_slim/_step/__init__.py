@@ -1,10 +1,4 @@
-"""A `SlimModel` step's update, as one plan of stages (`plan.py`).
-
-`StepPlan` orders the update; each stage is a module: `accumulate`,
-`gate`, `policy` (and the in-step summaries), `loss_scale`, `apply` (the
-adapter onto Keras's optimizer, with `lr_factors`); `skipped` counts the
-steps a gate skipped.
-"""
+"""A `SlimModel` step's update, as one plan of stages (`plan.py`)."""
 
 from keras_slim._step.gate import NONFINITE
 from keras_slim._step.gate import VERDICT

@@ -1,21 +1,5 @@
 """The Accumulate stage: Keras's `gradient_accumulation_steps`, with the
 policy once per update.
-
-Keras's optimizer argument `gradient_accumulation_steps=k` asks for one
-update every `k` batches, with the mean of their gradients. Keras
-accumulates inside `apply`, after keras_slim's policy, which would then
-clip each micro-batch; so a `SlimModel` accumulates itself, in Keras's own
-accumulators (optimizer variables: checkpoints hold them), and the Apply
-stage applies with Keras's accumulation switched off:
-
-- every micro-batch: gradients summed across replicas, added to the
-  accumulators; Keras's micro-step count (`_iterations`) advances;
-- the `k`-th: the mean of the `k` sums runs through the rest of the plan
-  (Gate, Policy, Apply), and the accumulators restart at zero.
-
-`optimizer.iterations` (micro-steps over `k`) counts updates: the global
-step. The loss of a step is the mean over its `k` micro-batches
-(`StepLossMean`), as one device's on the `k`-times batch.
 """
 
 import functools

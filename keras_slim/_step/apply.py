@@ -1,17 +1,4 @@
-"""The Apply stage: the one adapter onto Keras's optimizer.
-
-Keras 3's optimizer sums gradients across replicas inside `apply()`;
-`SlimModel` sums once itself and runs the plan on the sum, so it applies
-with that sum switched off (`presummed`), with Keras's own accumulation
-bypassed (the Accumulate stage did it), and at a learning rate scaled per
-variable when the policy has lr multipliers (`keras_slim/_step/
-lr_factors.py`); these are installed on the optimizer instance here and
-nowhere else (`install`). The update is gated on the Gate's verdict: a
-failing update asserts (two ops on one device, not a `cond`), a skipped
-one runs the Gate's (or the LossScale's) branch instead, and a strategy
-that updates through `merge_call` branches in cross-replica context, as
-Keras's `LossScaleOptimizer` does.
-"""
+"""The Apply stage: the one adapter onto Keras's optimizer."""
 
 import contextlib
 import functools

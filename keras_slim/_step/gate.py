@@ -1,14 +1,5 @@
 """The Gate stage: the numeric check of one update, once, on the summed
 gradients.
-
-Whether the loss and the gradients are finite is decided once per update,
-on values already summed across replicas, so every replica reaches the
-same verdict. A failing update asserts (`NanLossDuringTrainingError` on
-the host), or is skipped, still advancing `iterations`, and counted in the
-gate's `SkippedSteps`. Under XLA, which compiles an `Assert` away, the
-step returns the verdict instead and the loop around the compiled step
-fails on it (`fail_on_verdict`). The branch that skips is built here; the
-`cond` around the optimizer's update is the Apply stage's.
 """
 
 import tensorflow as tf

@@ -1,17 +1,5 @@
 """The LossScale stage: a `LossScaleOptimizer`'s dynamic loss scale, moved
 by the Gate's verdict.
-
-Under `mixed_float16` Keras wraps the optimizer in a `LossScaleOptimizer`
-(`keras.Model.compile` does it), whose `apply` checks the gradients, skips
-a step that overflowed and lowers its scale. A `SlimModel` checks once, on
-the gradients summed across replicas (the Gate), so the Apply stage
-applies through the wrapped optimizer itself and this stage moves the
-scale, inside Apply's branches: `apply_unscaled` on a finite update
-(unscale, apply, grow the scale every `dynamic_growth_steps` finite
-updates), `overflow` on a finite loss with a non-finite gradient (halve
-the scale, skip the step). The arithmetic is Keras's
-(`LossScaleOptimizer._stateful_handle_finite_grads` and
-`_stateful_handle_non_finite_grads`), through public attributes only.
 """
 
 import tensorflow as tf

@@ -1,22 +1,5 @@
 """Learning-rate factors: one optimizer at a per-variable learning rate
 (the Apply stage's, for `lr_multipliers` and `layer_decay`).
-
-`GradientPolicy(lr_multipliers=...)` asks that a variable with multiplier
-`m` move as the optimizer would move it at its learning rate times `m`.
-Keras's `apply` evaluates the learning rate once (a schedule at
-`iterations`) and passes it to `update_step(gradient, variable,
-learning_rate)` for each variable; its decoupled weight decay
-(`_apply_weight_decay`, AdamW's) reads `weight_decay` and `learning_rate`
-itself. Inside `scaled()`, on one optimizer instance, `update_step` takes
-`learning_rate * m` and the decay uses `weight_decay * m` (the same
-product) for each variable with a multiplier. `iterations` advances once,
-each slot is updated once, and every variable sees the schedule at the
-same step: the update is the optimizer's own at `learning_rate * m`, for
-any optimizer whose `update_step` uses the rate it is given (all of
-Keras's and `keras_slim.optimizers`). Outside the context the optimizer
-behaves as before; a policy without lr multipliers enters no context and
-installs nothing. docs/how_it_works.md ("Learning-rate multipliers") compares
-this with scaling each update afterwards.
 """
 
 import contextlib

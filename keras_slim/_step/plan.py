@@ -1,23 +1,5 @@
 """`StepPlan`: one update of a `SlimModel` step, as an ordered chain of
 stages.
-
-After the gradients are summed across replicas, a step's update runs
-through the stages of its plan, in order, each with its own check, its
-own state and one `update(step, then)`:
-
-    Accumulate -> Gate -> Policy -> Summaries -> LossScale -> Apply
-
-Accumulate (an optimizer with `gradient_accumulation_steps`) adds the
-micro-batches and runs the rest once per update, on their mean; Gate
-checks the loss and gradients (fail, skip, or the verdict under XLA);
-Policy selects, multiplies and clips; Summaries (in-step summaries, when a
-`Summaries` callback writes them) sees the gradients after the policy;
-LossScale (a `LossScaleOptimizer`'s dynamic scale) unscales a finite
-update and lowers the scale on an overflow, inside Apply's branches; Apply
-is the one adapter onto Keras's optimizer. A stage that does nothing for
-the run is not in its plan. The plan is built once per run, when its step
-is traced, from the resolved policy, the run's `StepOptions` and the
-optimizer (`build`), and `describe()` names its stages in order.
 """
 
 import dataclasses

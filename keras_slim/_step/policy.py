@@ -1,11 +1,4 @@
-"""The Policy stage, and the in-step Summaries that see its gradients.
-
-Policy runs the resolved `GradientPolicy` (`PolicyPlan.apply`: select,
-multiply, clip) on the summed gradients, reusing the squared norms the
-Gate computed. Summaries, when a `keras_slim.callbacks.Summaries` writes
-in-step summaries, hands the gradients after the policy (and the step's
-activations) to its hook.
-"""
+"""The Policy stage, and the in-step Summaries that see its gradients."""
 
 
 class Policy:

@@ -1,17 +1,4 @@
-"""`SkippedSteps`: the steps a `SlimModel` skipped, counted in the graph.
-
-With `NanLossGuard(fail=False)` (`keras_slim.train(...,
-fail_on_nan_loss=False)`), a step whose loss or gradient is not finite
-updates no variable but still advances the global step
-(the Gate stage, `keras_slim/_step/gate.py`). Its skip branch records it
-here: how many steps were skipped, the first and the last, in one small
-variable, so `NanLossGuard` can say which steps were skipped by reading it
-once per call on the host.
-
-The variable lives as long as the model's `TrainFunction`, whose compiled
-functions capture it; each run starts it again from zero (`TrainFunction`
-resets it the first time a run that skips steps calls it).
-"""
+"""`SkippedSteps`: the steps a `SlimModel` skipped, counted in the graph."""
 
 import tensorflow as tf
 
