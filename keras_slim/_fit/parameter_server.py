@@ -29,7 +29,6 @@ import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _keras_optimizer
-from keras_slim import _strategy
 from keras_slim import checks
 from keras_slim._fit import loops
 from keras_slim._fit import scheduled_input
@@ -380,7 +379,7 @@ def _plan(model, x, batch_size, run, translate_error):
         dataset_fn, sample = scheduled_input.per_worker_dataset(
             x, batch_size, strategy
         )
-    settings = _strategy.mode(strategy).sync
+    settings = run.mode.sync
     if settings is not None and run.startup_delay_steps:
         raise ValueError(
             "`startup_delay_steps` must be 0 with synchronous steps "
