@@ -1,16 +1,4 @@
-"""The run: what one `fit` call shares, in one object passed to its users.
-
-Keras's `fit` stays the controller (its epoch loop, its callbacks). Whoever
-starts a `fit` for keras_slim (`SlimModel.fit`, `keras_slim.train`) starts
-a `Run` and hands it to what needs it: the train function, the feed and
-its position, and the callbacks (`keras_slim/callbacks/_run_callback.py`;
-user callbacks read it through `keras_slim.callbacks.RunView`).
-
-A plain `keras.Model`'s `fit` is Keras's own and hands nothing over, so
-there the first keras_slim callback that asks starts one (`of`): all the
-callbacks of one `fit` call share Keras's `params` dict, which tells one
-call from the next.
-"""
+"""The run: what one `fit` call shares, in one object passed to its users."""
 
 import contextlib
 

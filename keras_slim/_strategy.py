@@ -1,14 +1,4 @@
-"""What kind of `tf.distribute` strategy runs the step, and who the chief is.
-
-One answer for every module: the fit machinery (which loop), the callbacks
-(who writes) and `keras_slim.train` ask the deployment `Mode`, as TF-Slim's
-`model_deploy.DeploymentConfig` answered `clone_device` or
-`variables_device` about itself. A run decides it once (`Run.mode`,
-`keras_slim/_run.py`) and hands it to the feed, the loops and the train
-function; the checks made once before a `fit` ask `mode(strategy)`. A
-strategy that runs synchronous steps over parameter servers carries its
-settings itself (`SyncReplicasStrategy`, made by `DeploymentConfig`).
-"""
+"""What kind of `tf.distribute` strategy runs the step, and who the chief is."""
 
 import dataclasses
 

@@ -1,25 +1,4 @@
-"""How `SlimModel.fit` schedules its steps; Keras's `fit` stays the loop.
-
-A batch, from `fit` to `train_step`:
-
-1. `SlimModel.fit` -> `fit` here: a run starts (`keras_slim/_run.py`);
-2. the run's deployment `Mode` (decided once, `Run.mode`) decides the
-   loop: parameter servers get keras_slim's coordinator loop
-   (`parameter_server.py`), which reads a `tf.data.Dataset` on the
-   coordinator and sends each worker's call its batches
-   (`scheduled_input.py`); every other strategy gets Keras's `fit`;
-3. with `steps_per_execution="auto"`, `auto_steps.choose` picks the steps
-   per call the callbacks allow;
-4. `feed.make` picks the run's data feed: a host iterator the run owns
-   (datasets, arrays; its position is part of every checkpoint), read a
-   batch or a block of batches per step, or the data as given to Keras
-   (`feed.py`); the run's `position.InputPosition` owns where the data
-   stands, and `position.Position` reports Keras's epoch loop to it;
-5. Keras's epoch loop calls `model.train_function` per batch of steps: a
-   `TrainFunction` (`train_function.py`) that asks the run and runs
-   `loops.run_steps`, the one loop body, which calls `train_step` per
-   step.
-"""
+"""How `SlimModel.fit` schedules its steps; Keras's `fit` stays the loop."""
 
 from keras_slim import _keras
 from keras_slim import _run

@@ -1,11 +1,5 @@
 """Choosing `steps_per_execution` for a `SlimModel.fit` left to choose it.
-
-With `compile(steps_per_execution="auto")`, each `fit` runs the largest
-number of steps per call of the train function, up to `MAX_STEPS`, that
-ends a call on every global step a callback must see (`step_multiples`),
-or one step per call where a callback acts on batches without saying
-which. docs/design.md ("Steps per call, chosen per fit") gives the rule,
-with its parameter-server variant.
+docs/design.md ("Steps per call, chosen per fit") says how and why.
 """
 
 import math

@@ -1,20 +1,5 @@
 """Blocks: the batches of several steps, fed with one read of the data.
-
-A read of a `tf.data` iterator (`IteratorGetNext`) is a fixed cost per
-step, much of a small model's step (bench/step_floor.py measures it);
-TF-Slim's benchmark peer read `tf.constant` tensors and paid nothing. When
-`SlimModel.fit` runs `k > 1` steps per call on a `tf.data.Dataset`, the
-host iterator reads blocks of `k` batches instead (`dataset.batch(k)`, or
-`ragged_batch(k)` where the batch dimension varies, e.g. a short last
-batch) and the train function slices batch `i` out of the block in the
-graph: one read per call instead of `k` (figures in docs/benchmarks.md).
-Used only where it changes nothing but speed: `steps_per_execution`
-chosen by the model ("auto"), the default strategy, a dataset of known or
-infinite length with dense components whose only unknown dimension is the
-batch one. A block holds `k` batches in memory at once, so only small
-inputs, where a read is much of a step, are read in blocks: a block of at
-most 64 MiB where the batch size is known; at most 4 KiB per example where
-it is not (32 batches of 256 examples: at most 32 MiB).
+docs/design.md ("Blocks of batches") says how and why.
 """
 
 import tensorflow as tf

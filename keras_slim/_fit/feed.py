@@ -1,15 +1,4 @@
-"""The data feed of one `fit`: what Keras iterates, what the loop reads.
-
-`make` picks the feed of a `SlimModel.fit`, which its run holds
-(`Run.feed`): a `HostFeed`, whose host iterator the run owns (datasets
-and arrays under the default and mirrored strategies, a worker's share of
-a dataset under the multi-worker one, `worker_input.py`: the input
-position is then part of every checkpoint, and Keras iterates an
-`UnreadDataset` of the data's length and spec), or a `Feed`, where Keras
-iterates the data as given (a resumed run skips what the interrupted
-epoch consumed). docs/how_it_works.md
-("Training services") says which inputs get which, and why.
-"""
+"""The data feed of one `fit`: what Keras iterates, what the loop reads."""
 
 import math
 

@@ -1,10 +1,6 @@
 """What a model's `fit` prepared from its dataset, for its next `fit`.
-
-A `fit` prepares the dataset it is given (`feed.HostFeed`): the threading
-options `input_options` chooses, the blocks of batches, the stateful-op
-check. The model's train function keeps one `InputCache`, so a loop of
-`fit` calls on the same dataset does that once (docs/design.md, "A fit
-call's fixed cost, and the input's threads").
+docs/design.md ("A fit call's fixed cost, and the input's threads") says
+how and why.
 """
 
 

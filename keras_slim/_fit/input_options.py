@@ -1,17 +1,6 @@
 """The input's tf.data threading, chosen by the fit that reads it.
-
-tf.data runs a pipeline on threads of its own: a private pool as large as
-the machine's cores, autotune's optimization thread, prefetch threads.
-For an input that costs nothing to produce (tensors in memory, sliced,
-shuffled, batched, repeated, gathered) those threads have no work worth
-what they cost: starting them with each iterator (autotune's model
-especially) gave a one-step `fit` of a small MLP calls of 25 ms now and
-then, 8 ms at most without (bench/fit_call.py). Such an input here gets
-one thread (`threading.private_threadpool_size = 1`,
-`max_intra_op_parallelism = 1`) and no autotune; an input that reads
-files, decodes images, calls Python or maps in parallel keeps tf.data's
-defaults, where those threads do the work. Options the user set on the
-dataset are kept.
+docs/design.md ("A fit call's fixed cost, and the input's threads") says
+how and why.
 """
 
 import tensorflow as tf

@@ -1,16 +1,4 @@
-"""The multi-step loop: several train steps in one call, one loop body.
-
-`run_steps` runs up to `steps` train steps on a *source* of batches (a
-`tf.data` or distributed iterator, a block of batches, or a worker's
-scheduled iterator), the first one unconditionally and the others in a
-`tf.while_loop` (Keras 3.15's own loop fails under `MirroredStrategy`),
-and records each step's loss-tracker state (`Records`), which the call
-leaves in the run for the callbacks that log single steps.
-`multi_step_functions`, `scheduled_steps_function` and
-`fed_steps_function` make the compiled functions of the train function
-and of parameter-server workers.
-docs/design.md ("Private Keras internals", "Steps per call") says why.
-"""
+"""The multi-step loop: several train steps in one call, one loop body."""
 
 import keras
 import tensorflow as tf

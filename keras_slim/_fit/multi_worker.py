@@ -1,12 +1,4 @@
-"""Building a model for `fit` under `MultiWorkerMirroredStrategy`.
-
-Keras 3.15 first reduces the whole distributed (x, y) batch with
-`strategy.reduce("MEAN", batch)` to build the model, which
-`MultiWorkerMirroredStrategy` cannot do ('Attempt to convert a value
-(PerReplica...)'); only the shapes matter, so `SlimModel` builds on the
-first local replica's batch instead. (The other MWMS fix, reducing scalar
-logs, is in `keras_slim/_fit/loops.py`.)
-"""
+"""Building a model for `fit` under `MultiWorkerMirroredStrategy`."""
 
 import tensorflow as tf
 

@@ -1,17 +1,5 @@
 """`SlimModel.fit` under `ParameterServerStrategy`, which Keras 3 lacks.
-
-tf_keras's kind of loop on a `ClusterCoordinator`: state built on the
-parameter servers before the first step, one scheduled call of
-`steps_per_execution` steps per batch, atomic `assign_add`, callbacks on
-the coordinator, every wait bounded by a `WorkerWatch` when workers are
-lost (`KERAS_SLIM_WORKER_TIMEOUT_SECS`). A `tf.data.Dataset` is read by
-the coordinator, which sends each call its batches and saves the position
-(`scheduled_input.py`); a dataset function is read by each worker. The
-loop is Keras's epoch loop: the run's `Position` callback first, a
-restored epoch and step to start from. With synchronous settings on the
-strategy, the steps are `sync_replicas.SyncSteps`. docs/design.md
-("Private Keras internals") and docs/how_it_works.md ("Parameter servers:
-no batch lost or repeated") give the details.
+docs/design.md ("Private Keras internals") says how and why.
 """
 
 import contextlib

@@ -1,25 +1,5 @@
 """The input position of a `fit`: one owner makes, saves, restores and
-advances it.
-
-A `SlimModel`'s checkpoint holds where its `fit` stands in the data
-(`DataState`, the checkpoint's `data/`): Keras's epoch, the steps run in
-it, whether that `fit` finished, and, for a feed the run reads itself
-(`feed.HostFeed`), the host iterators of the current and the next pass,
-whose saved state holds their buffers and reshuffle seeds. The run holds
-one `InputPosition` (`Run.position`); the feed asks it for the iterator
-to read, `Checkpoints` asks it whether a checkpoint's position applies and
-has it written before each save, and the `Position` callback, first in
-the `fit`'s callback list, reports Keras's epoch loop to it.
-
-After a restore, Keras's loop starts at the restored epoch (`Trainer.
-_initial_epoch`) but counts the epoch's steps from 0, so the calls that
-fall before the restored step run no step (`Run.no_step`): Keras's count
-of the epoch, its end and its next pass stay those of the interrupted run,
-and the data goes on from the restored iterator. A `fit` that finished
-(its last epoch, its `StopAtStep` target, its data's end) is continued the
-same way by a `fit` whose `epochs` goes past the saved epoch: the same
-command with a higher `--max_number_of_steps`, `fit(epochs=4)` after
-`fit(epochs=2)`. docs/how_it_works.md ("The input position") draws it.
+advances it. docs/how_it_works.md ("The input position") draws it.
 """
 
 import collections

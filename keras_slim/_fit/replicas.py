@@ -1,11 +1,4 @@
-"""A global batch split across the replicas of one process.
-
-When the run reads the data itself (a host feed, `keras_slim/_fit/
-feed.py`), it gets global batches; under `MirroredStrategy` the loop
-splits each across the replicas as `tf.distribute` would have. Under
-`MultiWorkerMirroredStrategy` each worker reads its own share, one batch
-per step for its one replica (`keras_slim/_fit/worker_input.py`).
-"""
+"""A global batch split across the replicas of one process."""
 
 import tensorflow as tf
 

@@ -1,24 +1,4 @@
-"""Rollback on divergence: back to the last checkpoint, past the bad batch.
-
-`NanLossGuard(rollback=n)` (`--rollback_on_nan n`) gives the run a
-`Rollback` before its first batch, with two functions of the fit's
-checkpoint saver: the last checkpoint, and its restore. When a step's loss
-or gradient is not finite, a `SlimModel`'s step raises before any
-variable changed; the train function hands the error here instead of to
-Keras, at most `n` times per `fit`. The rollback restores the run's last
-checkpoint with its input position (the
-model's and the optimizer's variables, and the host iterators, in place),
-replays the steps from there to the one before the failure (the same
-batches: the restored iterators give them again), drops the batch that
-diverged from the host iterator, and runs the call's step on the next
-batch. Keras's loop sees one call of one step, as it asked for: the global
-step and every callback's count stay those of a run on the same data
-without that batch. Rollbacks need one step per call (`NanLossGuard`
-asks for it), so that the failing step is a call of its own, and a
-checkpoint in the current epoch (with `repeat()`d data, as TF-Slim's
-pipelines read, there is one epoch); else the error stops training as
-without a rollback.
-"""
+"""Rollback on divergence: back to the last checkpoint, past the bad batch."""
 
 import logging
 

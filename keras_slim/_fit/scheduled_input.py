@@ -1,21 +1,6 @@
 """What each call scheduled on a parameter-server worker reads.
-
-Two ways, chosen per `fit` (`why_workers_read`):
-
-- `CoordinatorReads`: the coordinator reads the batches of each call from
-  the run's host iterator of the `tf.data.Dataset` given to `fit` (its
-  position is part of every checkpoint, `keras_slim/_fit/position.py`),
-  stacks them into a block and passes the block as the call's argument.
-  The batches a call reads are fixed when it is scheduled, so a call run
-  again (a lost worker's) reads the same ones, and the batches of the
-  steps that completed are exactly the ones read before the position a
-  save writes (saves wait for the calls in flight first);
-- `WorkerReads`: each worker reads its own iterator of a dataset function
-  (TensorFlow's `create_per_worker_dataset`); nothing on the coordinator
-  knows which batches ran, so no position is saved.
-
-docs/how_it_works.md ("Parameter servers: no batch lost or repeated") gives the
-guarantee.
+docs/how_it_works.md ("Parameter servers: no batch lost or repeated")
+gives the guarantee.
 """
 
 import tensorflow as tf

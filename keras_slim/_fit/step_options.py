@@ -1,16 +1,4 @@
-"""What a `SlimModel` train step is traced with, fixed for a run.
-
-The fit's callbacks declare what the step needs (`step_options(model)`
-beside `step_multiples`, `keras_slim.callbacks.StepCallback`); the train
-function bound to the run collects the declarations once (`declared`),
-adds what it owns itself, and fixes the run's `StepOptions` after every
-callback's `on_train_begin` (`keras_slim/_fit/train_function.py`). The
-step reads them while it is traced, so what callbacks change during the
-run does not change the step.
-
-A new option is a new `StepOptions` field and a callback declaring it; a
-field the train function derives itself is marked `_OWNED`.
-"""
+"""What a `SlimModel` train step is traced with, fixed for a run."""
 
 import dataclasses
 

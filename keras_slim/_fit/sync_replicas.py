@@ -1,15 +1,5 @@
 """Synchronous steps over parameter servers, with backup workers.
-
-TF1's `SyncReplicasOptimizer(opt, replicas_to_aggregate=R,
-total_num_replicas=N)` on a `ClusterCoordinator`: `N` gradient
-computations in flight (`SlimModel.gradient_step` on any worker), the
-first `R` fresh ones averaged on the coordinator, which applies them
-(`SlimModel.apply_step`); stale ones, computed on variables that moved
-since, are dropped. Freshness is decided on the coordinator by the step a
-computation was scheduled at, and every wait is bounded. docs/design.md
-("Private Keras internals": synchronous steps with backup workers) and
-docs/how_it_works.md ("Parameter servers: no batch lost or repeated") give
-the details.
+docs/design.md ("Private Keras internals") says how and why.
 """
 
 import logging

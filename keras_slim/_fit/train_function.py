@@ -1,19 +1,4 @@
-"""`SlimModel`'s train function: one object, bound to each run.
-
-Keras's `fit` calls `model.train_function(iterator)` once per batch of
-steps. A `SlimModel`'s train function is a `TrainFunction`, made once per
-compile and policy; the fit that starts a run binds it to the run
-(`bound`) with the fit's callbacks. Once every callback's
-`on_train_begin` ran, it fixes the run's step options from what the
-callbacks declare (NaN mode, in-step summaries hook, `keras_slim/_fit/
-step_options.py`) and picks the compiled functions of those options and
-steps per call, made once and kept for later runs. On each call it then
-reads from the run whether the call runs no step (`Run.no_step`) and
-where the data comes from (the run's feed, or Keras's iterator), and
-leaves each step's loss-tracker records in the run (`Run.records`). A
-loss found non-finite by the step's check becomes
-`keras_slim.NanLossDuringTrainingError`.
-"""
+"""`SlimModel`'s train function: one object, bound to each run."""
 
 import contextlib
 import dataclasses

@@ -1,21 +1,4 @@
-"""The share of the data one worker reads under MultiWorkerMirroredStrategy.
-
-Under `MultiWorkerMirroredStrategy`, each worker of a `SlimModel.fit` reads
-its own share of the `tf.data.Dataset` on the host (a `feed.HostFeed`), so
-its input position can be saved beside the weights like any other host
-iterator's. The share holds the batches Keras's own `fit` would have fed
-that worker: `strategy.experimental_distribute_dataset`'s rebatch into one
-batch per replica of the cluster, then its auto-shard by the dataset's
-`AutoShardPolicy` (`_keras.worker_share`). A worker then runs each step on
-its own batch: its one replica's (`keras_slim/_fit/replicas.py`).
-
-Every worker must read as many batches as the others, or one would wait
-for the others in an all-reduce after its data ran out (Keras's
-distributed iterator agrees about that with one more all-reduce per
-step). That holds for a repeated dataset and for one sharded by data (one
-batch per global batch on each worker), not for one whose files are
-shared out, so that input is read by Keras as before (`why_not`).
-"""
+"""The share of the data one worker reads under MultiWorkerMirroredStrategy."""
 
 import tensorflow as tf
 

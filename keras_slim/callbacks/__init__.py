@@ -1,18 +1,4 @@
-"""Callbacks for `model.fit`: TF-Slim's training services.
-
-- `LogEveryNSteps`: the loss of the step, every n global steps;
-- `StopAtStep`: stop after n more steps, or at a global step;
-- `NanLossGuard`: stop (or go on) when the loss is not finite;
-- `Checkpoints`: save on intervals, resume from the latest;
-- `Summaries`: TensorBoard scalars and histograms on intervals;
-- `Trace`: Chrome traces of chosen steps;
-- `WarmStart`: initialise from another checkpoint before the first step;
-- `StepCallback`: the base class of callbacks that act on global steps,
-  with the `RunView` and `StepCounter` it gives them.
-
-The global step is `model.optimizer.iterations`. Each works with any
-`model.fit`, on a `SlimModel` or a plain `keras.Model`.
-"""
+"""Callbacks for `model.fit`: TF-Slim's training services."""
 
 from keras_slim.callbacks.checkpoints import Checkpoints
 from keras_slim.callbacks.log_every_n_steps import LogEveryNSteps

@@ -1,17 +1,4 @@
-"""Summary ops as TF-Slim wrote them, cheap to trace in a train step.
-
-TensorBoard's `tf.summary.histogram` builds its buckets from some thirty
-ops per histogram: inside a train step, the activations' histograms of a
-real net (mobilenet_v1's 28 end points) took seconds to trace and
-seconds to run. TF1's `HistogramSummary` (what TF-Slim's
-`tf.summary.histogram` wrote) is one C++ kernel; its serialized `Summary`
-goes to the default writer through `tf.summary.experimental.write_raw_pb`.
-TensorBoard's histogram dashboard shows both; TensorBoard's
-`EventAccumulator` lists them under `Tags()["histograms"]`.
-`tf.math.zero_fraction` builds a `tf.cond` per call (a branch function to
-trace for each of resnet_v1_50's 72 end points); `zero_fraction` here
-counts the same way without one.
-"""
+"""Summary ops as TF-Slim wrote them, cheap to trace in a train step."""
 
 import tensorflow as tf
 

@@ -1,14 +1,4 @@
-"""One trigger for `every_n_steps` / `every_n_secs` / `at_steps`.
-
-Every callback that acts "every N steps, every T seconds, or at these
-steps" asks this trigger. It takes the global step (and a time, or a clock
-that tests replace) and says whether the interval has elapsed. It counts
-step jumps: with `steps_per_execution = 4` the step goes 4, 8, 12, ... and
-an interval of 10 steps fires at 12 and 20, the first steps at or past
-each multiple. Like CommonLoopUtils' `PeriodicAction.__call__(step,
-t=None) -> bool`. `first_due(first, last)` answers the other question,
-asked before steps run: which step of a range is due (`Trace`).
-"""
+"""One trigger for `every_n_steps` / `every_n_secs` / `at_steps`."""
 
 import time
 

@@ -1,14 +1,4 @@
-"""Which checkpoint a training resumes from, with which input position.
-
-`Checkpoints` restores at train begin the newest checkpoint of its
-directory that can be read, found by its files, and with it the input
-position where the run's `InputPosition` says it applies (a `fit` that did
-not finish, or one that continues a finished one). Under
-`MultiWorkerMirroredStrategy`, where each worker reads its own share of
-the data and saves its own position (`_worker_positions.py`), the workers
-agree on the step first, and each restores the chief's weights and its
-own position of that step.
-"""
+"""Which checkpoint a training resumes from, with which input position."""
 
 import logging
 

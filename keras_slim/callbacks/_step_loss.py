@@ -1,29 +1,4 @@
-"""`StepLoss`: the loss of one step, seen from the host.
-
-Keras puts the running mean of the epoch's loss in `logs`; TF-Slim logged
-and returned the loss of one step. `StepLoss` gets it from the model's loss
-tracker (the `Mean` metric named `"loss"`, which the built-in train step
-and `SlimModel` update with the batch's loss weighted by its size): its
-`total` and `count` read before and after a step give that step's loss
-and batch size. Both are read only around the steps that need them. A
-`SlimModel` running several steps per call records the tracker after each
-step in the graph (`keras_slim/_fit/loops.py`), so `StepLoss` gets the
-loss of each step of a call, read once when the call ends.
-
-Under gradient accumulation the loss of a global step is the mean over
-its `k` micro-batches, weighted by their sizes (one device's loss on the
-`k`-times batch): the train step keeps it in the model's `StepLossMean`
-(`keras_slim/_step/accumulate.py`), whose last completed step `StepLoss`
-reads, and which a multi-step call records after each micro-batch.
-
-Under `MultiWorkerMirroredStrategy`, reading a metric variable from the
-host is an all-reduce across the workers, which every worker would have to
-make at the same step, or the cluster hangs ('Shape mismatch in the
-collective instance'); a time trigger or a chief-only callback cannot
-promise that. So there `StepLoss` reads this worker's own replicas only:
-the loss of the worker's share of the global batch, as a TF-Slim worker
-logged its own clones' loss.
-"""
+"""`StepLoss`: the loss of one step, seen from the host."""
 
 import math
 

@@ -1,16 +1,4 @@
-"""Summaries written from inside a `SlimModel` train step.
-
-Gradients after the policy, and the layers' activations, exist only inside
-the step. `Summaries` installs a `StepSummaries` on the model; the train
-step calls it once per step. It writes under one `tf.cond` that compares
-the step with `record_step`, a variable the callback sets on the host only
-before the batches that write (to the global step that batch ends at), so
-the other steps cost a read of that variable and nothing else: no host
-sync, no extra forward pass. The activations are those of the step's own
-forward pass (`forward`: the model's layers called once, giving the
-model's outputs and the layers' outputs), as TF-Slim summarized the
-end_points of its training graph.
-"""
+"""Summaries written from inside a `SlimModel` train step."""
 
 import logging
 

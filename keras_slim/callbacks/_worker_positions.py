@@ -1,17 +1,5 @@
 """Each worker's input position under MultiWorkerMirroredStrategy.
-
-Under `MultiWorkerMirroredStrategy` each worker of a `SlimModel.fit`
-reads its own share of the data (`keras_slim/_fit/worker_input.py`), so
-each has its own input position. The chief's is in its checkpoints
-(`data/`), as for one process. Every other worker saves its own at the
-same global steps, in `<directory>/input_worker_<task>/input.ckpt-<step>`:
-a `tf.train.Checkpoint` of its `DataState` alone (the weights are the
-chief's). A save writes the chief's checkpoint and each worker's position
-apart, so a crash between them leaves their steps unequal; at restore,
-the workers agree (a few all-gathers) on the newest step whose chief
-checkpoint and every worker's position exist, and each restores the
-chief's weights and its own position of that step. docs/how_it_works.md ("The
-input position") draws it.
+docs/how_it_works.md ("The input position") draws it.
 """
 
 import logging

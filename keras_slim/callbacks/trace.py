@@ -1,12 +1,4 @@
-"""`Trace`: Chrome traces of chosen training steps (slim's trace_every_n_steps).
-
-The TensorFlow profiler traces the step (`tf.profiler.experimental`), which
-writes `plugins/profile/<run>/<host>.xplane.pb` under `logdir` for
-TensorBoard's profile tab. The xplane is then converted to Chrome-trace
-JSON, `tf_trace-<global step>.json` in `logdir` as TF-Slim named it, which
-opens in Perfetto or chrome://tracing. The conversion is TensorFlow's own
-(`keras_slim._keras.xspace_to_chrome_trace`).
-"""
+"""`Trace`: Chrome traces of chosen steps (slim's `trace_every_n_steps`)."""
 
 import glob
 import logging
