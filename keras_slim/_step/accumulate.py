@@ -161,18 +161,18 @@ class StepLossMean:
         """
         k = steps(optimizer)
         counter = _keras_optimizer.micro_step_counter(optimizer)
-        starts = tf.equal(counter % k, 0)
-        ends = tf.equal((counter + 1) % k, 0)
-        size = tf.cast(batch_size, "float32")
-        added = (tf.cast(loss, "float32") * size, size)
+        starts = keras.ops.equal(counter % k, 0)
+        ends = keras.ops.equal((counter + 1) % k, 0)
+        size = keras.ops.cast(batch_size, "float32")
+        added = (keras.ops.cast(loss, "float32") * size, size)
         for running, last, value in zip(
             (self.running.total, self.running.count),
             (self.last.total, self.last.count),
             added,
         ):
-            now = tf.where(starts, 0.0, running) + value
+            now = keras.ops.where(starts, 0.0, running) + value
             running.assign(now)
-            last.assign(tf.where(ends, now, last))
+            last.assign(keras.ops.where(ends, now, last))
 
     def state(self, optimizer):
         """`[last total, last count, 1.0 if a step ended]` as float32: what
@@ -275,7 +275,7 @@ def _poisoned(grads, loss):
     not finite, zero otherwise (which leaves it unchanged)."""
     if loss is None:
         return grads
-    first = grads[0] + tf.cast(0.0 * loss, grads[0].dtype)
+    first = grads[0] + keras.ops.cast(0.0 * loss, grads[0].dtype)
     return [first, *grads[1:]]
 
 
@@ -339,5 +339,5 @@ class Accumulate:
         )
         finite = None
         if step.loss is not None:
-            finite = tf.math.is_finite(step.loss)
+            finite = keras.ops.isfinite(step.loss)
         return step.outcome(verdict=verdict, finite=finite)

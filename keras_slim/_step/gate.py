@@ -2,6 +2,7 @@
 gradients.
 """
 
+import keras
 import tensorflow as tf
 
 from keras_slim import gradients as gradients_lib
@@ -64,11 +65,11 @@ def numeric_check(loss, squares=None):
     finite, error = numeric_check(total_loss, squared_norms(grads))
     ```
     """
-    finite = tf.math.is_finite(loss)
+    finite = keras.ops.isfinite(loss)
     if squares is None:
         return finite, [NONFINITE, loss]
-    total = tf.reduce_sum(squares)
-    finite = tf.logical_and(finite, tf.math.is_finite(total))
+    total = keras.ops.sum(squares)
+    finite = keras.ops.logical_and(finite, keras.ops.isfinite(total))
     return finite, [NONFINITE, loss, total]
 
 
@@ -83,15 +84,15 @@ def verdict(finite, error):
         A float32 vector: 1.0 or 0.0, then the data of `error` after its
         message (the loss, and the squared gradient norm when checked).
     """
-    values = [tf.cast(finite, tf.float32)]
-    values += [tf.cast(v, tf.float32) for v in error[1:]]
-    return tf.stack(values)
+    values = [keras.ops.cast(finite, "float32")]
+    values += [keras.ops.cast(v, "float32") for v in error[1:]]
+    return keras.ops.stack(values)
 
 
 def idle_verdict():
     """The verdict of an update that applies nothing (a micro-step)."""
     # `verdict`'s [finite, loss, squared norm] of a good step.
-    return tf.constant([1.0, 0.0, 0.0])
+    return keras.ops.convert_to_tensor([1.0, 0.0, 0.0])
 
 
 def fail_on_verdict(logs):
@@ -189,7 +190,7 @@ class Gate:
         finite, error = numeric_check(step.loss, squares)
         loss_finite = None
         if self.loss_scaled:
-            loss_finite = tf.math.is_finite(step.loss)
+            loss_finite = keras.ops.isfinite(step.loss)
         checked = finite if loss_finite is None else loss_finite
         deferred = None
         if self.raises and self.deferred:
