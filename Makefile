@@ -9,10 +9,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 USER_STAMP := $(VENV)/.installed-user
 # Two workers, for 2 cores. Budget: the whole `make test` under 10 minutes
-# from a clean clone (CONTRIBUTING.md). Last measured: 15:37 in all,
-# pytest 14:06 (1365 tests), on 2 cores of an AMD EPYC (Zen 3); 18:16 in
-# another run of the same code on this shared machine. Over budget: the
-# tests' own work is 1,530 to 1,790 s of CPU.
+# from a clean clone (CONTRIBUTING.md). Last measured: 14:33 in all,
+# pytest 13:20 (1376 tests), on 2 cores of an AMD EPYC (Zen 3); 18:10 in
+# a run of nearly the same code an hour later on this shared machine. Over
+# budget: the tests' own work is 1,400 to 1,790 s of CPU.
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean
