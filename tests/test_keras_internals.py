@@ -418,7 +418,7 @@ def test_optimizer_variable_index_of_one_devices_component(mirrored):
 def test_the_step_and_decay_lr_multipliers_replace():
     """`replace_update_step` and `replace_weight_decay`: Keras's `apply`
     passes the step's rate to `update_step` and its decoupled decay reads
-    `weight_decay` and `learning_rate` (what `_lr_multipliers` scales);
+    `weight_decay` and `learning_rate` (what `_step/lr_factors.py` scales);
     both replacements are per instance and idempotent."""
     source = inspect.getsource(TFOptimizer._distributed_tf_update_step)
     assert "self.update_step(grad, var, learning_rate)" in source
