@@ -13,6 +13,15 @@ from keras_slim._step import gate as gate_lib
 from keras_slim._step import loss_scale as loss_scale_lib
 from keras_slim._step import policy as policy_lib
 
+__all__ = [
+    "Outcome",
+    "StepPlan",
+    "Update",
+    "build",
+    "check",
+    "sum_across_replicas",
+]
+
 
 @dataclasses.dataclass(frozen=True)
 class Update:
@@ -226,13 +235,3 @@ def sum_across_replicas(grads, loss=None):
     summed_loss = reduced.pop() if loss is not None else None
     reduced = iter(reduced)
     return [None if g is None else next(reduced) for g in grads], summed_loss
-
-
-__all__ = [
-    "Outcome",
-    "StepPlan",
-    "Update",
-    "build",
-    "check",
-    "sum_across_replicas",
-]
