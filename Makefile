@@ -33,7 +33,7 @@ $(USER_STAMP): pyproject.toml
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev,jax]'
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps 'tf_keras>=2.21,<2.22'
 	touch $@ $(USER_STAMP)
 
@@ -50,8 +50,8 @@ demo: $(USER_STAMP)
 	$(BIN)/keras-slim-eval --checkpoint_path train_digits
 
 lint: $(STAMP)
-	$(BIN)/ruff check keras_slim tests bench examples tools
-	$(BIN)/ruff format --check keras_slim tests bench examples tools
+	$(BIN)/ruff check keras_slim tests tests_jax bench examples tools
+	$(BIN)/ruff format --check keras_slim tests tests_jax bench examples tools
 
 # Not --quiet: mkdocs 1.6 then stops counting warnings, and --strict
 # passes a broken link.
@@ -60,8 +60,12 @@ docs: $(STAMP)
 
 # worksteal: an idle worker takes queued tests from a busy one, so the
 # long subprocess tests do not leave one core idle at the end.
+# tests/ runs on TensorFlow; tests_jax/ on Keras's JAX backend, in its
+# own pytest process (the backend is fixed per process).
 test: lint docs
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
+	KERAS_BACKEND=jax $(BIN)/pytest tests_jax -q -n $(PYTEST_WORKERS) \
+		--dist worksteal --durations=10
 
 bench: $(STAMP)
 	$(BIN)/python bench/vs_tf_slim_nets.py --chart docs/images/main_job.png
