@@ -1,0 +1,1 @@
+"""keras_slim on Keras's JAX backend."""
