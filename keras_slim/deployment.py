@@ -3,14 +3,31 @@
 import json
 import os
 
-import tensorflow as tf
-
-from keras_slim import _cluster_env
-from keras_slim import _strategy
+from keras_slim import _backend
 from keras_slim import checks
-from keras_slim._cluster_env import read_tf_config
+from keras_slim._backend import tensorflow as tf
 
-__all__ = ["DeploymentConfig", "read_tf_config"]
+# read_tf_config: made by __getattr__ below.
+__all__ = ["DeploymentConfig", "read_tf_config"]  # noqa: F822
+
+# _cluster_env and _strategy import TensorFlow: the TensorFlow paths below
+# import them when they run, so that this module does not under JAX.
+
+#: `_cluster_env.DEFAULT_PORT_BASE` (TensorFlow's `SlurmClusterResolver`
+#: default), here for the signature; tests_jax/test_deployment.py pins it.
+_DEFAULT_PORT_BASE = 8888
+
+
+def _read_tf_config():
+    from keras_slim._cluster_env import read_tf_config
+
+    return read_tf_config
+
+
+# `read_tf_config` is `_cluster_env`'s, made on first access.
+__getattr__ = _backend.lazy_attributes(
+    __name__, {"read_tf_config": _read_tf_config}
+)
 
 # One MirroredStrategy per device set and process: a second one over the
 # same devices can abort with 'Shape mismatch in the collective instance'.
@@ -93,9 +110,43 @@ class DeploymentConfig:
     """How training is deployed: clones, replicas, parameter servers.
 
     TF-Slim's `model_deploy.DeploymentConfig`, with the same arguments,
-    turned into a `tf.distribute` strategy by `strategy()`. Build and
-    compile the model in `strategy.scope()`; `SlimModel.fit` and
-    `keras_slim.train` work under each of them.
+    turned into a strategy by `strategy()`: a `tf.distribute` strategy on
+    Keras's TensorFlow backend, a `keras.distribution` on its JAX backend.
+    Build and compile the model in `strategy.scope()`; `SlimModel.fit` and
+    `keras_slim.train` work under each of them. Under JAX, also call `fit`
+    in the scope: Keras's JAX trainer splits each batch by the current
+    distribution, and outside any scope every device computes the whole
+    batch. The same code runs on TensorFlow.
+
+    | arguments | TensorFlow | JAX |
+    |---|---|---|
+    | `num_clones=1` | default strategy | `DataParallel`, 1 device |
+    | `num_clones=n` | `MirroredStrategy`, n GPUs | `DataParallel`, n devices |
+    | `clone_on_cpu` | logical CPU devices | host devices (`XLA_FLAGS`) |
+    | `layout_map` | refused | `ModelParallel` over its mesh |
+    | `num_replicas=n` | `MultiWorkerMirroredStrategy` | refused |
+    | `num_ps_tasks=n` | `ParameterServerStrategy` | refused |
+    | `replicas_to_aggregate` | sync replicas over ps | refused, but `1` |
+
+    Under JAX the n devices are the first of
+    `keras.distribution.list_devices()` (the GPUs or TPUs, else the host
+    devices), or of its `"cpu"` ones with `clone_on_cpu`, whose count is
+    set in `XLA_FLAGS` when JAX has not started yet. JAX trains SPMD, one
+    synchronous program over one process's devices: it has no parameter
+    servers, and several worker processes are not supported by keras_slim
+    yet.
+
+    One clone under JAX is a `DataParallel` over one device (the first of
+    JAX's, or host device 0 with `clone_on_cpu`), not "no distribution":
+    `keras.distribution.distribution()` is `None` outside any scope, and
+    the one-device distribution has a scope that places everything where
+    JAX would, as TensorFlow's default strategy does.
+
+    Batch norm: under JAX's `DataParallel` the batch is one global array,
+    so batch statistics are computed over the global batch (n clones
+    train as one device does). Under TensorFlow's `MirroredStrategy` each
+    replica normalises by its own part of the batch (TF-Slim's clones
+    too), unless `BatchNormalization(synchronized=True)`.
 
     Args:
         num_clones: Positive integer: model copies on this machine's
@@ -143,6 +194,14 @@ class DeploymentConfig:
         slurm_port_base: Positive integer: in a SLURM job step, the port
             of each node's first task (the others follow it).
             Defaults to `8888` (TensorFlow's).
+        layout_map: A `keras.distribution.LayoutMap` or `None`. Under
+            JAX, `strategy()` is then a `keras.distribution.ModelParallel`:
+            variables sharded as the map says over its device mesh, the
+            batch split along the mesh's `"batch"` axis, which it must
+            have. `num_clones` becomes that axis's size (pass it or leave
+            `1`); the mesh names the devices, so `clone_on_cpu` stays
+            `False`. Refused on TensorFlow.
+            Defaults to `None`.
 
     Raises:
         ValueError: for an argument out of range, for settings the cluster
@@ -150,7 +209,11 @@ class DeploymentConfig:
             clones than GPUs without `clone_on_cpu`, or for
             `replicas_to_aggregate` without parameter servers (other than
             `num_replicas`) or with several clones per worker. Checked by
-            `strategy()`, before any strategy is made.
+            `strategy()`, before any strategy is made. At construction,
+            under JAX, for `num_ps_tasks`, `num_replicas` above 1, a
+            `cluster_resolver` or `replicas_to_aggregate` above 1 (each
+            message says why and what to use instead) or a `layout_map`
+            it contradicts, and on TensorFlow for any `layout_map`.
 
     Example:
     ```python
@@ -158,6 +221,20 @@ class DeploymentConfig:
     with config.strategy().scope():
         model = build_model()
         model.compile(optimizer="sgd", loss="mse")
+    ```
+
+    Data and model parallel on Keras's JAX backend, 4 devices as 2x2:
+    ```python
+    mesh = keras.distribution.DeviceMesh(
+        (2, 2), ["batch", "model"], keras.distribution.list_devices()
+    )
+    layout_map = keras.distribution.LayoutMap(mesh)
+    layout_map[".*dense.*kernel"] = (None, "model")
+    config = keras_slim.DeploymentConfig(layout_map=layout_map)
+    with config.strategy().scope():  # keras.distribution.ModelParallel
+        model = build_model()
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(x, y, batch_size=16)
     ```
 
     Synchronous steps over parameter servers with one backup worker (3
@@ -182,8 +259,12 @@ class DeploymentConfig:
         cluster_resolver=None,
         replicas_to_aggregate=None,
         total_num_replicas=None,
-        slurm_port_base=_cluster_env.DEFAULT_PORT_BASE,
+        slurm_port_base=_DEFAULT_PORT_BASE,
+        layout_map=None,
     ):
+        # Keras's backend, fixed per process: JAX maps to keras.distribution
+        # (keras_slim/_jax/distribution.py), the others to tf.distribute.
+        self._on_jax = _backend.backend() == "jax"
         self.num_clones = checks.positive_int("num_clones", num_clones)
         self.clone_on_cpu = checks.boolean("clone_on_cpu", clone_on_cpu)
         if self.clone_on_cpu and self.num_clones > MAX_CPU_CLONES:
@@ -191,8 +272,12 @@ class DeploymentConfig:
                 "num_clones",
                 num_clones,
                 f"at most {MAX_CPU_CLONES} with clone_on_cpu (each clone is "
-                "a logical CPU device of this process; TensorFlow takes "
-                "minutes to make thousands)",
+                + (
+                    "an XLA host device of this process, sharing its cores)"
+                    if self._on_jax
+                    else "a logical CPU device of this process; TensorFlow "
+                    "takes minutes to make thousands)"
+                ),
             )
         self.num_replicas = checks.positive_int("num_replicas", num_replicas)
         self.replica_id = _non_negative_int("replica_id", replica_id)
@@ -205,8 +290,14 @@ class DeploymentConfig:
         self.num_ps_tasks = _non_negative_int("num_ps_tasks", num_ps_tasks)
         self.worker_job_name = _job_name("worker_job_name", worker_job_name)
         self.ps_job_name = _job_name("ps_job_name", ps_job_name)
-        if cluster_resolver is not None and not isinstance(
-            cluster_resolver, tf.distribute.cluster_resolver.ClusterResolver
+        # Under JAX any resolver is refused below (_check_jax).
+        if (
+            cluster_resolver is not None
+            and not self._on_jax
+            and not isinstance(
+                cluster_resolver,
+                tf.distribute.cluster_resolver.ClusterResolver,
+            )
         ):
             raise checks.invalid(
                 "cluster_resolver",
@@ -225,8 +316,46 @@ class DeploymentConfig:
         self.total_num_replicas = checks.positive_int_or_none(
             "total_num_replicas", total_num_replicas
         )
+        #: The `keras.distribution.LayoutMap` of `ModelParallel`, or `None`.
+        self.layout_map = layout_map
+        if layout_map is not None:
+            self.num_clones = self._layout_map_clones()
+        if self._on_jax:
+            self._check_jax()
         self._check_aggregation()
         self._strategy = None
+
+    def _layout_map_clones(self):
+        if not self._on_jax:
+            raise ValueError(
+                "layout_map is for Keras's JAX backend, where it gives "
+                "keras.distribution.ModelParallel (variables sharded over a "
+                f"device mesh); this process runs Keras on "
+                f"{_backend.backend()!r}. keras_slim deploys TensorFlow "
+                "through tf.distribute strategies, which replicate the "
+                "variables (MirroredStrategy) or put them on parameter "
+                "servers, and maps no LayoutMap onto them (Keras's own "
+                "keras.distribution on TensorFlow is a DTensor prototype "
+                "its sources mark 'DO NOT USE'). Set KERAS_BACKEND=jax, or "
+                "drop layout_map and use num_clones."
+            )
+        from keras_slim._jax import distribution
+
+        return distribution.check_layout_map(
+            self.layout_map,
+            num_clones=self.num_clones,
+            clone_on_cpu=self.clone_on_cpu,
+        )
+
+    def _check_jax(self):
+        from keras_slim._jax import distribution
+
+        distribution.check_deployment(
+            num_ps_tasks=self.num_ps_tasks,
+            num_replicas=self.num_replicas,
+            cluster_resolver=self._resolver,
+            replicas_to_aggregate=self.replicas_to_aggregate,
+        )
 
     def _check_aggregation(self):
         aggregate, total = self.replicas_to_aggregate, self.total_num_replicas
@@ -275,7 +404,10 @@ class DeploymentConfig:
 
     @property
     def kind(self):
-        """`"parameter_server"`, `"multi_worker"`, `"mirrored"` or `"local"`."""
+        """`"parameter_server"`, `"multi_worker"`, `"mirrored"` or `"local"`;
+        `"model_parallel"` with a `layout_map` (JAX only)."""
+        if self.layout_map is not None:
+            return "model_parallel"
         if self.num_ps_tasks > 0:
             return "parameter_server"
         if self.num_replicas > 1:
@@ -292,7 +424,9 @@ class DeploymentConfig:
             "parameter_server",
             "multi_worker",
         ):
-            read_tf_config()  # a clear error for a malformed one
+            from keras_slim import _cluster_env
+
+            _cluster_env.read_tf_config()  # a clear error for a malformed one
             if _cluster_env.in_slurm_step():
                 jobs = _cluster_env.slurm_jobs(
                     num_replicas=self.num_replicas,
@@ -333,6 +467,8 @@ class DeploymentConfig:
             return not self.serves
         resolver = self.cluster_resolver
         if resolver is not None and resolver.task_type:
+            from keras_slim import _strategy
+
             return _strategy.is_chief_task(
                 resolver.cluster_spec().as_dict(),
                 resolver.task_type,
@@ -394,19 +530,41 @@ class DeploymentConfig:
             )
 
     def strategy(self):
-        """The `tf.distribute` strategy for this configuration, made once.
+        """The strategy for this configuration, made once.
+
+        On Keras's JAX backend a `keras.distribution` (see the class), on
+        TensorFlow a `tf.distribute` strategy; `with strategy.scope():`
+        works alike.
 
         Returns:
-            A `tf.distribute.Strategy`.
+            A `tf.distribute.Strategy`, or under JAX a
+            `keras.distribution.DataParallel` or `ModelParallel`.
 
         Raises:
-            ValueError: for settings the machine or cluster contradicts.
+            ValueError: for settings the machine or cluster contradicts:
+                more clones than devices, or, under JAX, fewer host
+                devices than `num_clones` with `clone_on_cpu` once JAX has
+                started (the message names `XLA_FLAGS`).
         """
         if self._strategy is None:
-            self._strategy = self._make_strategy()
+            if self._on_jax:
+                self._strategy = self._make_distribution()
+            else:
+                self._strategy = self._make_strategy()
         return self._strategy
 
+    def _make_distribution(self):
+        from keras_slim._jax import distribution
+
+        if self.layout_map is not None:
+            return distribution.model_parallel(self.layout_map)
+        return distribution.data_parallel(
+            self.num_clones, clone_on_cpu=self.clone_on_cpu
+        )
+
     def _make_strategy(self):
+        from keras_slim import _strategy
+
         kind = self.kind
         if kind == "parameter_server":
             jobs = self._jobs()
@@ -463,11 +621,20 @@ class DeploymentConfig:
             + (
                 "CPU"
                 if self.clone_on_cpu
+                else "JAX's default devices"
+                if self._on_jax and self.num_clones > 1
                 else "GPU"
                 if self.num_clones > 1
                 else "the default device"
             )
         )
+        if self.layout_map is not None:
+            mesh = self.layout_map.device_mesh
+            lines.append(
+                f"  device mesh: shape {tuple(mesh.shape)}, axes "
+                f"{list(mesh.axis_names)}; variables laid out by the "
+                "layout map"
+            )
         if self.kind == "multi_worker":
             lines.append(
                 f"  synchronous replicas: {self.num_replicas} (this is "
@@ -510,5 +677,11 @@ class DeploymentConfig:
             f"num_replicas={self.num_replicas}, num_ps_tasks="
             f"{self.num_ps_tasks}, replicas_to_aggregate="
             f"{self.replicas_to_aggregate}, total_num_replicas="
-            f"{self.total_num_replicas})"
+            f"{self.total_num_replicas}"
+            + (
+                ""
+                if self.layout_map is None
+                else f", layout_map={self.layout_map.device_mesh!r}"
+            )
+            + ")"
         )
