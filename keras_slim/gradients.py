@@ -1,8 +1,11 @@
 """TF-Slim's gradient functions on lists of `(gradient, variable)` pairs."""
 
 import re
+import sys
 
-import tensorflow as tf
+import keras
+import numpy as np
+from keras import ops
 
 __all__ = [
     "squared_norms",
@@ -40,15 +43,27 @@ def variable_path(variable):
     return name[:-2] if name.endswith(":0") else name
 
 
+def _tensorflow():
+    """TensorFlow if this process has imported it, else `None`: sparse
+    gradients (`tf.IndexedSlices`) and `tf.Variable`s exist only then, and
+    the JAX backend never imports it."""
+    return sys.modules.get("tensorflow")
+
+
+def _is_sparse(grad):
+    tf = _tensorflow()
+    return tf is not None and isinstance(grad, tf.IndexedSlices)
+
+
 def _scale(grad, multiplier):
-    if isinstance(grad, tf.IndexedSlices):
-        values = grad.values * tf.cast(multiplier, grad.values.dtype)
-        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
-    return grad * tf.cast(multiplier, grad.dtype)
+    if _is_sparse(grad):
+        values = grad.values * ops.cast(multiplier, grad.values.dtype)
+        return type(grad)(values, grad.indices, grad.dense_shape)
+    return grad * ops.cast(multiplier, grad.dtype)
 
 
 def _values(grad):
-    return grad.values if isinstance(grad, tf.IndexedSlices) else grad
+    return grad.values if _is_sparse(grad) else grad
 
 
 def _is_one(multiplier):
@@ -58,8 +73,9 @@ def _is_one(multiplier):
 def squared_norms(grads):
     """The squared L2 norm of each gradient, as one float32 vector.
 
-    One `l2_loss` per gradient (`sum(v ** 2) / 2` in one kernel; the
-    values of an `IndexedSlices`) and one `stack`. The clip stage and the
+    On TensorFlow one `l2_loss` per gradient (`sum(v ** 2) / 2` in one
+    kernel; the values of an `IndexedSlices`), elsewhere `keras.ops`' sum
+    of squares, and one `stack`. The clip stage and the
     numeric check of a step share one such vector.
 
     Args:
@@ -73,8 +89,13 @@ def squared_norms(grads):
     squared_norms([tf.constant([3.0, 4.0])])  # [25.0]
     ```
     """
-    return 2.0 * tf.stack(
-        [tf.nn.l2_loss(tf.cast(_values(g), tf.float32)) for g in grads]
+    if keras.backend.backend() == "tensorflow":  # one multiply, as before
+        tf = _tensorflow()
+        return 2.0 * tf.stack(
+            [tf.nn.l2_loss(tf.cast(_values(g), tf.float32)) for g in grads]
+        )
+    return ops.stack(
+        [ops.sum(ops.square(ops.cast(_values(g), "float32"))) for g in grads]
     )
 
 
@@ -85,21 +106,22 @@ def _factors(
     threshold = clip_norm if clip_norm is not None else clip_global_norm
     if threshold is None or not values:
         return [None if _is_one(m) else m for m in multipliers]
-    threshold = tf.cast(threshold, tf.float32)
+    threshold = ops.cast(threshold, "float32")
     if scale is not None:
-        threshold = threshold * tf.cast(scale, tf.float32)
+        threshold = threshold * ops.cast(scale, "float32")
     if all(isinstance(m, (int, float)) for m in multipliers):
-        m = tf.constant(multipliers, tf.float32)  # one constant, not N
+        # One constant, not N.
+        m = ops.convert_to_tensor(np.asarray(multipliers, np.float32))
     else:
-        m = tf.stack([tf.cast(m, tf.float32) for m in multipliers])
+        m = ops.stack([ops.cast(m, "float32") for m in multipliers])
     if squares is None:
         squares = squared_norms(values)
     if clip_norm is not None:
-        norms = tf.sqrt(squares) * tf.abs(m)
+        norms = ops.sqrt(squares) * ops.abs(m)
     else:
-        norms = tf.sqrt(tf.reduce_sum(squares * tf.square(m)))
-    factors = m * threshold / tf.maximum(norms, threshold)
-    return tf.unstack(factors, num=len(values))
+        norms = ops.sqrt(ops.sum(squares * ops.square(m)))
+    factors = m * threshold / ops.maximum(norms, threshold)
+    return ops.unstack(factors, num=len(values))
 
 
 def multiply_and_clip(
@@ -227,7 +249,8 @@ def _lookup(gradient_multipliers, var):
     path = variable_path(var)
     if path in gradient_multipliers:
         return True, gradient_multipliers[path]
-    if isinstance(var, tf.Variable):
+    tf = _tensorflow()
+    if tf is not None and isinstance(var, tf.Variable):
         ref = var.ref()
         if ref in gradient_multipliers:
             return True, gradient_multipliers[ref]

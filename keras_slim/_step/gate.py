@@ -3,7 +3,6 @@ gradients.
 """
 
 import keras
-import tensorflow as tf
 
 from keras_slim import gradients as gradients_lib
 
@@ -110,6 +109,8 @@ def fail_on_verdict(logs):
     """
     if not isinstance(logs, dict) or VERDICT not in logs:
         return logs
+    import tensorflow as tf  # TensorFlow's step only
+
     logs = dict(logs)
     finite, *data = tf.unstack(logs.pop(VERDICT))
     check = assert_op(finite > 0, [NONFINITE, *data])
@@ -120,6 +121,8 @@ def fail_on_verdict(logs):
 def assert_op(condition, data):
     """The raw `Assert` op (`tf.debugging.Assert` wraps itself in a `cond`
     in graphs)."""
+    import tensorflow as tf  # TensorFlow's step only
+
     return tf.raw_ops.Assert(
         condition=condition,
         data=data,

@@ -6,7 +6,7 @@ import contextlib
 import threading
 import weakref
 
-import tensorflow as tf
+from keras import ops
 
 from keras_slim import _keras_optimizer
 
@@ -67,7 +67,7 @@ def _update_step(state):
         def update_step(gradient, variable, learning_rate):
             multiplier = state.multiplier(variable)
             if multiplier is not None:
-                learning_rate = tf.convert_to_tensor(learning_rate) * (
+                learning_rate = ops.convert_to_tensor(learning_rate) * (
                     multiplier
                 )
             return original(gradient, variable, learning_rate)

@@ -1,0 +1,370 @@
+"""The JAX backend's train step: the gradient policy between Keras's
+`jax.value_and_grad` and the optimizer, as one functional update."""
+
+import dataclasses
+
+import jax
+import keras
+from keras import ops
+
+from keras_slim import _keras
+from keras_slim import _keras_optimizer
+from keras_slim import gradients as gradients_lib
+from keras_slim._step import gate as gate_lib
+from keras_slim._step import lr_factors
+
+__all__ = ["JaxPlan", "Counters", "initial_counters", "plan_for", "run"]
+
+# The fields of the step's counters (`Counters.ints`), kept beside Keras's
+# state by the train function.
+FAILED, SKIPPED, FIRST_SKIPPED, LAST_SKIPPED, OVERFLOWS = range(5)
+
+
+@dataclasses.dataclass(frozen=True)
+class JaxPlan:
+    """What one run's compiled step does, fixed when it is traced.
+
+    Attributes:
+        policy: The resolved `PolicyPlan`.
+        indices: The position of each of `policy.variables` in the model's
+            `trainable_variables` (the order of Keras's gradient list).
+        raises: Whether a non-finite loss or gradient fails the step (else
+            it is skipped). Only with `policy.check_numerics`.
+        loss_scale: The `LossScaleOptimizer` whose dynamic scale the step
+            moves, or `None`.
+        accumulation: Keras's `gradient_accumulation_steps`, or `None`.
+        optimizer: The optimizer that updates the variables (a
+            `LossScaleOptimizer`'s inner one).
+    """
+
+    policy: object
+    indices: tuple
+    raises: bool
+    loss_scale: object
+    accumulation: int
+    optimizer: object
+
+    def describe(self):
+        """The stages of the update in the order they run, one a line,
+        as `StepPlan.describe` prints them on TensorFlow."""
+        lines = []
+        if self.accumulation:
+            lines.append(
+                f"{'accumulate':<12}the mean of every {self.accumulation} "
+                "micro-batches' gradients makes one update"
+            )
+        if self.policy.check_numerics:
+            what = "fails" if self.raises else "skips"
+            lines.append(
+                f"{'gate':<12}a non-finite loss or gradient {what} the step"
+            )
+        n = len(self.policy.variables)
+        noun = "variable" if n == 1 else "variables"
+        lines.append(
+            f"{'policy':<12}select, multiply, clip: {n} {noun} trained"
+        )
+        if self.loss_scale is not None:
+            lines.append(
+                f"{'loss scale':<12}unscale a finite update (the scale "
+                f"doubles every {self.loss_scale.dynamic_growth_steps} of "
+                "them); an overflow halves it and skips the step"
+            )
+        lines.append(
+            f"{'apply':<12}{type(self.optimizer).__name__} on the global "
+            "batch's "
+            "gradient (JAX)"
+        )
+        return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
+
+
+@dataclasses.dataclass
+class Counters:
+    """The step's own state beside Keras's four lists.
+
+    Attributes:
+        ints: int32 vector: `[failed step, skipped, first skipped, last
+            skipped, overflows]` (0 where none).
+        error: float32 vector: `[loss, squared gradient norm]` of the step
+            that failed.
+    """
+
+    ints: object
+    error: object
+
+
+jax.tree_util.register_dataclass(
+    Counters, data_fields=["ints", "error"], meta_fields=[]
+)
+
+
+def initial_counters():
+    """Counters of a model that has not skipped or failed a step."""
+    return Counters(
+        ints=jax.numpy.zeros([5], "int32"),
+        error=jax.numpy.zeros([2], "float32"),
+    )
+
+
+def plan_for(model, policy, raises):
+    """The `JaxPlan` of `model`'s step.
+
+    Args:
+        model: The `SlimModel`, compiled and built.
+        policy: The resolved `PolicyPlan`.
+        raises: Whether a non-finite update fails (else it is skipped).
+
+    Returns:
+        A `JaxPlan`.
+    """
+    positions = {id(v): i for i, v in enumerate(model.trainable_variables)}
+    optimizer = model.optimizer
+    scale = _keras_optimizer.loss_scale_optimizer(optimizer)
+    if scale is not None and not hasattr(scale, "dynamic_growth_steps"):
+        scale = None
+    inner = _keras_optimizer.inner_optimizer(optimizer)
+    return JaxPlan(
+        policy=policy,
+        indices=tuple(positions[id(v)] for v in policy.variables),
+        raises=raises,
+        loss_scale=scale,
+        accumulation=getattr(inner, "gradient_accumulation_steps", None),
+        optimizer=inner,
+    )
+
+
+def run(model, plan, state, counters, data):
+    """One train step: forward, loss, gradient, the policy, metrics.
+
+    Under `keras.distribution` the gradient `jax.value_and_grad` returns
+    is already the global batch's (the cross-device sum is in the compiled
+    program), so the policy acts after the sum by construction.
+
+    Args:
+        model: The `SlimModel`.
+        plan: Its `JaxPlan`.
+        state: Keras's `(trainable, non-trainable, optimizer, metrics)`
+            variable values.
+        counters: The step's `Counters`.
+        data: The batch, `(x, y, sample_weight)` in Keras's convention.
+
+    Returns:
+        `(logs, state, counters)`.
+    """
+    tv, ntv, ov, mv = state
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+    grad_fn = jax.value_and_grad(model.compute_loss_and_updates, has_aux=True)
+    (loss, (unscaled, y_pred, ntv, mv)), grads = grad_fn(
+        tv, ntv, mv, x, y, sample_weight,
+        training=True, optimizer_variables=ov,
+    )  # fmt: skip
+    grads = [grads[i] for i in plan.indices]
+    tv, ov, counted, counters = _update(
+        model, plan, tv, ov, grads, loss, counters
+    )
+    logs, mv = _metrics(
+        model, mv, unscaled, counted, (x, y, y_pred, sample_weight)
+    )
+    return logs, (tv, ntv, ov, mv), counters
+
+
+def _update(model, plan, tv, ov, grads, loss, counters):
+    """The policy's update, selected by the gate: applied, skipped, or
+    failed (nothing changes, and the counters name the step)."""
+    optimizer = model.optimizer
+    inner = _keras_optimizer.inner_optimizer(optimizer)
+    mapping = list(zip(model.trainable_variables, tv))
+    mapping += list(zip(optimizer.variables, ov))
+    old = [value for _, value in mapping]
+    failed_before = counters.ints[FAILED] > 0
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        step = inner.iterations + 1  # the global step this update makes
+        if plan.accumulation:
+            grads = _poisoned(grads, loss)
+        micro = grads
+        grads, ready = _accumulated(plan, inner, grads, loss)
+        finite, loss_finite, error = _check(plan, grads, loss)
+        _apply(plan, optimizer, grads)
+    applied = _read(scope, mapping)
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        _not_applied(plan, optimizer, micro, ready, finite, loss_finite)
+    not_applied = _read(scope, mapping)
+
+    checked = plan.policy.check_numerics or plan.loss_scale is not None
+    ok = ops.logical_and(ready, finite) if checked else ready
+    fails = ops.logical_not(finite if plan.loss_scale is None else loss_finite)
+    fails = ops.logical_and(ready, fails)
+    fails = ops.logical_and(fails, plan.policy.check_numerics and plan.raises)
+    keep = ops.logical_or(fails, failed_before)
+    values = [
+        ops.where(keep, o, ops.where(ok, a, n))
+        for o, a, n in zip(old, applied, not_applied)
+    ]
+    counters = _count(plan, counters, step, ready, finite, loss_finite, fails)
+    counters = Counters(
+        ints=ops.where(
+            failed_before,
+            counters.ints,
+            ops.where(fails, _failed(counters.ints, step), counters.ints),
+        ),
+        error=ops.where(
+            ops.logical_and(fails, ops.logical_not(failed_before)),
+            error,
+            counters.error,
+        ),
+    )
+    counted = ops.logical_and(
+        ops.logical_not(keep),
+        finite if plan.loss_scale is None else loss_finite,
+    )
+    if not plan.policy.check_numerics and plan.loss_scale is None:
+        counted = ops.logical_not(failed_before)
+    n = len(tv)
+    return values[:n], values[n:], counted, counters
+
+
+def _read(scope, mapping):
+    """Each variable's value in `scope`, its mapped value if unchanged."""
+    values = []
+    for variable, value in mapping:
+        new = scope.get_current_value(variable)
+        values.append(value if new is None else new)
+    return values
+
+
+def _accumulated(plan, inner, grads, loss):
+    """The gradients this step applies and whether it applies them: each
+    micro-batch's under accumulation, their mean on the `k`-th (the
+    accumulators then start again from zero)."""
+    if not plan.accumulation:
+        return grads, ops.convert_to_tensor(True)
+    k = plan.accumulation
+    ready = ops.equal((_keras_optimizer.micro_step_counter(inner) + 1) % k, 0)
+    sums = _keras_optimizer.accumulators(inner, plan.policy.variables)
+    means = [(s.value + g) / k for g, s in zip(grads, sums)]
+    for s in sums:
+        s.assign(ops.zeros(s.shape, s.dtype))
+    return means, ready
+
+
+def _poisoned(grads, loss):
+    """`grads` with the first made non-finite by a non-finite `loss`: a
+    micro-batch's non-finite loss reaches the update through the sums."""
+    first = grads[0] + ops.cast(0.0 * loss, grads[0].dtype)
+    return [first, *grads[1:]]
+
+
+def _check(plan, grads, loss):
+    """`(finite, loss finite, [loss, squared norm])` of the update."""
+    present = [g for g in grads if g is not None]
+    squares = gradients_lib.squared_norms(present) if present else None
+    finite, error = gate_lib.numeric_check(loss, squares)
+    data = [ops.cast(v, "float32") for v in error[1:]]
+    if len(data) == 1:
+        data.append(ops.convert_to_tensor(0.0))
+    return finite, ops.isfinite(loss), ops.stack(data)
+
+
+def _apply(plan, optimizer, grads):
+    """The policy and the optimizer on `grads`, in a stateless scope: the
+    variables the policy freezes never reach the optimizer."""
+    policy = plan.policy
+    inner = _keras_optimizer.inner_optimizer(optimizer)
+    scale = None if plan.loss_scale is None else plan.loss_scale.dynamic_scale
+    grads = policy.apply(grads, scale=scale)
+    if scale is not None:
+        grads = [
+            g
+            if g is None or getattr(v, "overwrite_with_gradient", False)
+            else g / ops.cast(scale, g.dtype)
+            for g, v in zip(grads, policy.variables)
+        ]
+    with lr_factors.scaled(inner, policy.variables, policy.lr_multipliers):
+        inner.apply(grads, list(policy.variables))
+    _hold_frozen_averages(inner, policy.variables)
+    if plan.loss_scale is not None:
+        _grow(plan.loss_scale)
+
+
+def _hold_frozen_averages(inner, trained):
+    """Keras's `use_ema` averages every variable the optimizer was built
+    on; the average of one the policy does not train stays equal to it,
+    bitwise (no drift by rounding of `m * v + (1 - m) * v`)."""
+    trained = {id(v) for v in trained}
+    for variable, average in _keras_optimizer.moving_averages(inner):
+        if id(variable) not in trained:
+            average.assign(variable.value)
+
+
+def _grow(optimizer):
+    """A finite update: the scale doubles every `dynamic_growth_steps`."""
+    counter = optimizer.step_counter
+    grows = ops.equal(counter, optimizer.dynamic_growth_steps - 1)
+    scale = optimizer.dynamic_scale.value
+    optimizer.dynamic_scale.assign(ops.where(grows, scale * 2.0, scale))
+    counter.assign(ops.where(grows, 0, counter.value + 1))
+
+
+def _not_applied(plan, optimizer, micro, ready, finite, loss_finite):
+    """A step that applies nothing: a micro-step adds its gradient to the
+    sums, a skipped update advances the step count (and starts the sums
+    again), an overflow halves the loss scale."""
+    inner = _keras_optimizer.inner_optimizer(optimizer)
+    counter = _keras_optimizer.micro_step_counter(inner)
+    counter.assign(counter + 1)
+    if plan.accumulation:
+        sums = _keras_optimizer.accumulators(inner, plan.policy.variables)
+        for s, g in zip(sums, micro):
+            s.assign(ops.where(ready, ops.zeros(s.shape, s.dtype), s.value + g))
+    if plan.loss_scale is None:
+        return
+    overflow = ops.logical_and(ready, ops.logical_not(finite))
+    if plan.policy.check_numerics:  # a non-finite loss is the gate's
+        overflow = ops.logical_and(overflow, loss_finite)
+    scale = plan.loss_scale.dynamic_scale
+    scale.assign(ops.where(overflow, scale.value * 0.5, scale.value))
+    counter = plan.loss_scale.step_counter
+    counter.assign(ops.where(overflow, 0, counter.value))
+
+
+def _count(plan, counters, step, ready, finite, loss_finite, fails):
+    """Records a skipped update (and an overflow) in the counters."""
+    ints = counters.ints
+    skipped = ops.logical_and(ready, ops.logical_not(finite))
+    skipped = ops.logical_and(skipped, ops.logical_not(fails))
+    checked = plan.policy.check_numerics or plan.loss_scale is not None
+    if not checked:
+        return counters
+    step = ops.cast(step, "int32")
+    recorded = [
+        ints[FAILED],
+        ints[SKIPPED] + 1,
+        ops.where(ints[SKIPPED] == 0, step, ints[FIRST_SKIPPED]),
+        step,
+        ints[OVERFLOWS],
+    ]
+    if plan.loss_scale is not None:
+        recorded[OVERFLOWS] = ints[OVERFLOWS] + ops.cast(loss_finite, "int32")
+    return Counters(
+        ints=ops.where(skipped, ops.stack(recorded), ints),
+        error=counters.error,
+    )
+
+
+def _failed(ints, step):
+    """The counters of a step that failed: its global step recorded."""
+    return ops.stack([ops.cast(step, "int32"), *[ints[i] for i in range(1, 5)]])
+
+
+def _metrics(model, mv, unscaled, counted, batch):
+    """Keras's loss tracker and compiled metrics, a step the gate did not
+    count left out of the loss mean (as on TensorFlow)."""
+    x, y, y_pred, sample_weight = batch
+    mapping = list(zip(model.metrics_variables, mv))
+    size = next(i for i in keras.tree.flatten(x) if i is not None).shape[0]
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        _keras.loss_tracker(model).update_state(
+            ops.where(counted, unscaled, ops.zeros_like(unscaled)),
+            sample_weight=ops.where(counted, size, 0),
+        )
+        logs = model.compute_metrics(x, y, y_pred, sample_weight)
+    return logs, _read(scope, mapping)

@@ -1,0 +1,245 @@
+"""SlimModel's step on JAX: every policy field, clones through
+keras.distribution equal to one device, the numeric gate, mixed
+precision and gradient accumulation (keras_slim/_jax/step.py)."""
+
+import jax
+import keras
+import numpy as np
+import pytest
+
+import keras_slim
+from tests_jax import helpers
+
+DEVICES = 4
+
+
+def _fit(model, x, y, epochs=1, batch_size=16, **kwargs):
+    model.fit(
+        x, y, batch_size=batch_size, epochs=epochs, shuffle=False,
+        verbose=0, **kwargs,
+    )  # fmt: skip
+    return helpers.weights(model)
+
+
+def _trained(policy, distribution=None, *, batch_norm=False, **compile_args):
+    x, y = helpers.data()
+    scope = distribution.scope() if distribution else _nothing()
+    with scope:
+        model = helpers.compile_model(
+            helpers.mlp(policy, batch_norm=batch_norm), **compile_args
+        )
+        return model, _fit(model, x, y, epochs=2)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _data_parallel():
+    return keras.distribution.DataParallel(
+        devices=keras.distribution.list_devices("cpu")[:DEVICES]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(helpers.POLICIES))
+def test_four_devices_train_like_one(name):
+    policy = helpers.POLICIES[name]
+    _, one = _trained(policy)
+    model, four = _trained(policy, _data_parallel())
+    kernel = model.get_layer("fc1").kernel.value
+    assert len(kernel.sharding.device_set) == DEVICES
+    helpers.assert_close(one, four)
+
+
+def test_four_devices_train_like_one_with_batch_norm():
+    # JAX's DataParallel normalizes over the global batch: one device's
+    # statistics (TensorFlow's clones normalize per replica).
+    policy = helpers.POLICIES["full"]
+    _, one = _trained(policy, batch_norm=True)
+    _, four = _trained(policy, _data_parallel(), batch_norm=True)
+    assert any("moving_mean" in key for key in one)
+    helpers.assert_close(one, four)
+
+
+def test_model_parallel_on_a_2x2_mesh_trains_like_one_device():
+    devices = keras.distribution.list_devices("cpu")[:4]
+    mesh = keras.distribution.DeviceMesh((2, 2), ["batch", "model"], devices)
+    layout = keras.distribution.LayoutMap(mesh)
+    layout["fc.*/kernel"] = (None, "model")
+    layout["logits/kernel"] = ("model", None)
+    parallel = keras.distribution.ModelParallel(
+        layout_map=layout, batch_dim_name="batch"
+    )
+    policy = helpers.POLICIES["full"]  # the global clip over shards
+    _, one = _trained(policy)
+    model, sharded = _trained(policy, parallel)
+    spec = model.get_layer("fc2").kernel.value.sharding.spec
+    assert tuple(spec) == (None, "model")
+    helpers.assert_close(one, sharded)
+
+
+def test_freeze_is_bitwise_with_decay_momentum_and_ema():
+    optimizer = keras.optimizers.AdamW(0.01, weight_decay=0.1, use_ema=True)
+    x, y = helpers.data()
+    model = helpers.compile_model(
+        helpers.mlp({"freeze": ["fc1/.*"]}), optimizer
+    )
+    model.build((None, 8))
+    optimizer.build(model.trainable_variables)
+    before = helpers.weights(model)
+    after = _fit(model, x, y)
+    frozen = [k for k in before if "fc1" in k and not k.endswith("_average")]
+    assert len(frozen) == 6  # kernel, bias and their two slots each
+    for key in frozen:
+        assert np.array_equal(before[key], after[key]), key
+    for name in ("kernel", "bias"):  # the averages equal the variables
+        average = after[f"optimizer/fc1_{name}_average"]
+        assert np.array_equal(average, before[f"fc1/{name}"]), name
+    moved = [k for k in before if "fc2" in k and "kernel" in k]
+    assert all(not np.array_equal(before[k], after[k]) for k in moved)
+
+
+def test_describe_prints_the_policy_table():
+    model = helpers.compile_model(helpers.mlp(helpers.POLICIES["full"]))
+    model.build((None, 8))
+    text = model.describe()
+    assert "gate" in text and "apply       AdamW" in text
+    assert "fc1/bias       (16,)" in text
+    assert "frozen by 'fc1/bias'" in text
+    assert text.split("\n\n")[1] == model.gradient_policy.describe(model)
+
+
+def _nan_data():
+    x, y = helpers.data()
+    x[20] = np.nan  # in the second batch of 16
+    return x, y
+
+
+def test_a_non_finite_step_fails_with_nothing_changed():
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    _fit(model, x[:16], y[:16])  # one good step
+    before = helpers.weights(model)
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x[16:], y[16:])  # fails on its first step
+    assert info.value.step == 2
+    assert info.value.cause == "loss"
+    after = helpers.weights(model)
+    assert before.keys() == after.keys()
+    for key in before:
+        assert np.array_equal(before[key], after[key], equal_nan=True), key
+    # The state the failing call donated is back on the model: it trains.
+    _fit(model, x[32:], y[32:])
+    assert int(model.optimizer.iterations) == 3
+
+
+def test_a_failure_in_a_multi_step_call_applies_no_later_step():
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp(), steps_per_execution=4)
+    model.build((None, 8))
+    model.optimizer.build(model.trainable_variables)
+    reference = helpers.compile_model(helpers.mlp())
+    _fit(reference, x[:16], y[:16])
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x, y)
+    assert info.value.step == 2
+    assert int(model.optimizer.iterations) == 1
+    helpers.assert_close(
+        helpers.weights(reference), helpers.weights(model), atol=0
+    )
+
+
+def _momentum():
+    return keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01)
+
+
+class _Skip(keras.callbacks.Callback):
+    """Declares skipping, as `NanLossGuard(fail=False)` does."""
+
+    def step_options(self, model):
+        return {"raise_on_nonfinite": False}
+
+
+def test_a_skipped_step_is_counted_and_advances_the_step():
+    x, y = _nan_data()
+    # Momentum, not Adam: its update does not depend on the step count,
+    # which the skipped step advances.
+    model = helpers.compile_model(helpers.mlp(), _momentum())
+    reference = helpers.compile_model(helpers.mlp(), _momentum())
+    _fit(model, x, y, callbacks=[_Skip()])
+    assert model.skipped_steps == (1, 2, 2)
+    assert int(model.optimizer.iterations) == 4
+    # The same as the run without the bad batch, but for the step count.
+    keep = np.r_[0:16, 32:64]
+    _fit(reference, x[keep], y[keep])
+    a, b = helpers.weights(reference), helpers.weights(model)
+    keys = [k for k in a if "iteration" not in k]
+    helpers.assert_close(a, b, keys=keys, atol=1e-6)
+    for key in a:
+        assert np.all(np.isfinite(b[key])), key
+
+
+def test_mixed_float16_overflow_skips_the_step_and_halves_the_scale():
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        x, y = helpers.data()
+        # A scale too large for float16: the first step's gradients
+        # overflow, its loss stays finite; the next step applies.
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            keras.optimizers.SGD(0.1), initial_scale=2.0**40
+        )
+        model = helpers.compile_model(helpers.mlp(), optimizer)
+        model.build((None, 8))
+        optimizer.build(model.trainable_variables)
+        before = helpers.weights(model)
+        _fit(model, x[:16], y[:16])
+        after = helpers.weights(model)
+        assert model.skipped_steps == (1, 1, 1)
+        assert float(optimizer.dynamic_scale) == 2.0**39
+        assert int(optimizer.iterations) == 1
+        for key in model.get_layer("fc1").kernel.path, "logits/bias":
+            assert np.array_equal(before[key], after[key])
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def test_mixed_bfloat16_trains_under_the_policy():
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        _, one = _trained(helpers.POLICIES["full"])
+        _, four = _trained(helpers.POLICIES["full"], _data_parallel())
+    finally:
+        keras.config.set_dtype_policy("float32")
+    helpers.assert_close(one, four, atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["default", "full"])
+def test_accumulation_of_k_micro_batches_is_one_step_on_their_union(name):
+    x, y = helpers.data()
+    policy = helpers.POLICIES[name]
+    accumulating = helpers.compile_model(
+        helpers.mlp(policy),
+        keras.optimizers.AdamW(0.01, gradient_accumulation_steps=4),
+    )
+    whole = helpers.compile_model(
+        helpers.mlp(policy), keras.optimizers.AdamW(0.01)
+    )
+    a = _fit(accumulating, x, y, batch_size=8)  # 8 micro-batches
+    b = _fit(whole, x, y, batch_size=32)  # 2 steps
+    assert int(accumulating.optimizer.iterations) == 2
+    keys = [k for k in b if "iteration" not in k and "accumulat" not in k]
+    helpers.assert_close(b, a, keys=keys)
+
+
+def test_the_step_is_one_compiled_program_per_run():
+    x, y = helpers.data()
+    model = helpers.compile_model(helpers.mlp(helpers.POLICIES["full"]))
+    _fit(model, x, y, epochs=2)
+    function = model.train_function
+    _fit(model, x, y)
+    assert model.train_function is function
+    assert isinstance(model.get_layer("fc1").kernel.value, jax.Array)
