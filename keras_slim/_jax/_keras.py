@@ -4,7 +4,7 @@ Pinned by tests_jax/test_keras_internals.py: a Keras upgrade that changes
 one fails there first.
 """
 
-from keras.src import distribution as distribution_lib
+import keras
 
 __all__ = ["attach_state", "distribution", "state_shardings"]
 
@@ -35,7 +35,7 @@ def attach_state(model, state):
 
 def distribution():
     """The current `keras.distribution.Distribution`, or `None`."""
-    return distribution_lib.distribution()
+    return keras.distribution.distribution()
 
 
 def state_shardings(model):

@@ -1,0 +1,112 @@
+"""Every private internal of Keras's JAX trainer keras_slim touches,
+pinned (keras_slim/_jax/_keras.py, and the optimizers' internals the JAX
+step uses through keras_slim/_keras_optimizer.py), so that a Keras
+upgrade fails here first."""
+
+import inspect
+
+import jax
+import keras
+import numpy as np
+from keras.src.backend.jax import trainer as jax_trainer
+from keras.src.optimizers import base_optimizer
+
+from keras_slim import _keras_optimizer
+from keras_slim._jax import _keras as jax_keras
+from tests_jax import helpers
+
+
+def test_keras_version_is_the_pinned_one():
+    assert keras.__version__.startswith("3.15."), keras.__version__
+
+
+def test_the_trainer_is_jaxs_and_its_step_takes_the_state():
+    assert keras.Model.__mro__[1:].count(jax_trainer.JAXTrainer) == 1
+    step = inspect.signature(jax_trainer.JAXTrainer.train_step)
+    assert list(step.parameters) == ["self", "state", "data"]
+    loss = inspect.signature(jax_trainer.JAXTrainer.compute_loss_and_updates)
+    assert list(loss.parameters) == [
+        "self", "trainable_variables", "non_trainable_variables",
+        "metrics_variables", "x", "y", "sample_weight", "training",
+        "optimizer_variables",
+    ]  # fmt: skip
+
+
+def test_fit_calls_the_train_function_with_the_state_and_syncs_it_last():
+    fit = inspect.getsource(jax_trainer.JAXTrainer.fit)
+    assert "self.train_function(state, iterator)" in fit
+    assert "self._jax_state = {" in fit
+    assert "self._jax_state_synced = False" in fit
+    assert "finally:\n            self.jax_state_sync()" in fit
+    # The compiled step donates its input state.
+    make = inspect.getsource(jax_trainer.JAXTrainer.make_train_function)
+    assert "donate_argnums=0" in make
+    sync = inspect.getsource(jax_trainer.JAXTrainer.jax_state_sync)
+    for key in (
+        "trainable_variables", "non_trainable_variables",
+        "optimizer_variables", "metrics_variables",
+    ):  # fmt: skip
+        assert f'"{key}", None' in sync, key
+
+
+def test_attach_state_is_what_the_sync_reads():
+    x, y = helpers.data(16)
+    model = helpers.compile_model(helpers.mlp())
+    model.fit(x, y, batch_size=16, verbose=0)
+    state = (
+        [v.value + 1.0 for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables],
+        [v.value for v in model.optimizer.variables],
+        [v.value for v in model.metrics_variables],
+    )
+    expected = [np.array(v) + 1.0 for v in model.trainable_variables]
+    jax_keras.attach_state(model, state)
+    model.jax_state_sync()
+    for variable, value in zip(model.trainable_variables, expected):
+        np.testing.assert_array_equal(np.array(variable), value)
+
+
+def test_state_shardings_under_a_distribution():
+    assert jax_keras.distribution() is None
+    devices = keras.distribution.list_devices("cpu")
+    with keras.distribution.DataParallel(devices=devices).scope():
+        assert jax_keras.distribution() is not None
+        model = helpers.compile_model(helpers.mlp())
+        model.build((None, 8))
+        model.optimizer.build(model.trainable_variables)
+        shardings = jax_keras.state_shardings(model)
+    assert len(shardings) == 4
+    assert len(shardings[0]) == len(model.trainable_variables)
+    assert all(isinstance(s, jax.sharding.Sharding) for s in shardings[0])
+
+
+def test_the_optimizer_internals_of_the_jax_step():
+    model = helpers.compile_model(
+        helpers.mlp(),
+        keras.optimizers.AdamW(
+            0.01, gradient_accumulation_steps=2, use_ema=True
+        ),
+    )
+    model.build((None, 8))
+    optimizer = model.optimizer
+    optimizer.build(model.trainable_variables)
+    counter = _keras_optimizer.micro_step_counter(optimizer)
+    assert counter is optimizer._iterations
+    kernel = model.get_layer("fc1").kernel
+    (accumulator,) = _keras_optimizer.accumulators(optimizer, [kernel])
+    assert accumulator.shape == kernel.shape
+    pairs = _keras_optimizer.moving_averages(optimizer)
+    assert [v.path for v, _ in pairs] == [
+        v.path for v in model.trainable_variables
+    ]
+    # `iterations` is the micro-step count over k (the step reads both).
+    assert "floor_divide" in inspect.getsource(
+        base_optimizer.BaseOptimizer.iterations.fget
+    )
+    # The loss-scale wrapper's state the step moves.
+    lso = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD())
+    lso.build(model.trainable_variables)
+    assert _keras_optimizer.loss_scale_optimizer(lso) is lso
+    assert lso.dynamic_scale in lso.variables
+    assert lso.step_counter in lso.variables
+    assert lso.dynamic_growth_steps > 0
