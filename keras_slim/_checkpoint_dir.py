@@ -9,8 +9,7 @@ import shutil
 import socket
 import time
 
-import tensorflow as tf
-
+from keras_slim._backend import tensorflow as tf
 from keras_slim.errors import CheckpointSaveError
 
 logger = logging.getLogger("keras_slim")
@@ -183,21 +182,27 @@ _STRERRORS = {
     errno.EPERM: "Operation not permitted",
     errno.EROFS: "Read-only file system",
 }
-# TensorFlow's codes for errno (tsl's ErrnoToCode), when its message has
-# no strerror: ENOSPC is RESOURCE_EXHAUSTED, EFBIG OUT_OF_RANGE.
-_OP_ERRNOS = {
-    tf.errors.ResourceExhaustedError: errno.ENOSPC,
-    tf.errors.OutOfRangeError: errno.EFBIG,
-    tf.errors.PermissionDeniedError: errno.EACCES,
-}
-# Other OpErrors that a file system's failure becomes.
-_OP_IO_ERRORS = (
-    tf.errors.UnknownError,
-    tf.errors.UnavailableError,
-    tf.errors.DataLossError,
-    tf.errors.NotFoundError,
-    tf.errors.AbortedError,
-)
+
+
+def _op_errnos():
+    """TensorFlow's codes for errno (tsl's ErrnoToCode), when its message
+    has no strerror: ENOSPC is RESOURCE_EXHAUSTED, EFBIG OUT_OF_RANGE."""
+    return {
+        tf.errors.ResourceExhaustedError: errno.ENOSPC,
+        tf.errors.OutOfRangeError: errno.EFBIG,
+        tf.errors.PermissionDeniedError: errno.EACCES,
+    }
+
+
+def _op_io_errors():
+    """Other OpErrors that a file system's failure becomes."""
+    return (
+        tf.errors.UnknownError,
+        tf.errors.UnavailableError,
+        tf.errors.DataLossError,
+        tf.errors.NotFoundError,
+        tf.errors.AbortedError,
+    )
 
 
 def _files_of(prefix):
@@ -286,10 +291,10 @@ def _failure_errno(error):
     for number, text in _STRERRORS.items():
         if text.lower() in error.message.lower():
             return number
-    for cls, number in _OP_ERRNOS.items():
+    for cls, number in _op_errnos().items():
         if isinstance(error, cls):
             return number
-    return 0 if isinstance(error, _OP_IO_ERRORS) else None
+    return 0 if isinstance(error, _op_io_errors()) else None
 
 
 def _detail(error):

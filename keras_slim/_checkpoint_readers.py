@@ -7,10 +7,10 @@ import zipfile
 
 import h5py
 import numpy as np
-import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 from keras_slim.gradients import variable_path
 
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -23,10 +23,16 @@ EXPECTED = (
     "'model.ckpt-123', beside its .index and .data files) or a Keras "
     ".weights.h5 / .keras file."
 )
-# What TensorFlow's and h5py's readers raise on a damaged file: an
-# `OpError` (DataLossError, ...), and `IndexError` for a data file shorter
-# than its index says (TensorFlow's OUT_OF_RANGE).
-_READ_ERRORS = (tf.errors.OpError, IndexError, OSError)
+# What h5py's reader raises on a damaged file; TensorFlow's raises these
+# too (`IndexError` for a data file shorter than its index says: its
+# OUT_OF_RANGE) and an `OpError` (`_tf_read_errors`).
+_FILE_ERRORS = (IndexError, OSError)
+
+
+def _tf_read_errors():
+    """What TensorFlow's readers raise on a damaged file: an `OpError`
+    (DataLossError, ...) and `_FILE_ERRORS`."""
+    return (tf.errors.OpError, *_FILE_ERRORS)
 
 
 class TF1Reader:
@@ -52,7 +58,7 @@ class TF1Reader:
     def read(self, name):
         try:
             return np.asarray(self._reader.get_tensor(self._keys[name]))
-        except _READ_ERRORS as error:
+        except _tf_read_errors() as error:
             raise damaged(self.path, error) from None
 
     def default_keys(self, variables, layers=()):
@@ -154,7 +160,7 @@ class KerasReader:
     def read(self, name):
         try:
             return np.asarray(self._file[name])
-        except _READ_ERRORS as error:
+        except _FILE_ERRORS as error:
             raise damaged(self.path, error) from None
 
     def close(self):
@@ -215,17 +221,18 @@ def resolve(checkpoint):
     if path.endswith(_KERAS_SUFFIXES):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"The Keras file {path!r} does not exist.")
-        return _open(KerasReader, path)
+        return _open(KerasReader, path, _FILE_ERRORS)
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(_not_found(path))
-    return _open(_prefix_reader, path)
+    return _open(_prefix_reader, path, _tf_read_errors())
 
 
-def _open(reader, path):
-    """`reader(path)`, a damaged or foreign file raising `damaged`."""
+def _open(reader, path, errors):
+    """`reader(path)`, a damaged or foreign file (`errors`, or not a zip
+    file) raising `damaged`."""
     try:
         return reader(path)
-    except (*_READ_ERRORS, zipfile.BadZipFile) as error:
+    except (*errors, zipfile.BadZipFile) as error:
         raise damaged(path, error) from None
 
 

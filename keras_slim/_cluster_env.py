@@ -6,9 +6,8 @@ import signal
 import socket
 import time
 
-import tensorflow as tf
-
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 #: TensorFlow's `SlurmClusterResolver` default.
 DEFAULT_PORT_BASE = 8888

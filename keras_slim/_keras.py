@@ -2,26 +2,28 @@
 the optimizers' (`keras_slim/_keras_optimizer.py`).
 """
 
+import functools
+
 import numpy as np
-import tensorflow as tf
 from keras.src.backend.common.stateless_scope import in_stateless_scope
-from keras.src.backend.tensorflow.trainer import reduce_per_replica
 from keras.src.losses.loss import unscale_loss_for_distribution
 from keras.src.models.functional import Functional
 from keras.src.models.model import Trainer
 from keras.src.models.model import functional_init_arguments
-from tensorflow.core.protobuf import trackable_object_graph_pb2
-from tensorflow.python.data.experimental.ops import distribute
-from tensorflow.python.distribute import input_lib
-from tensorflow.python.distribute import input_ops
-from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
-from tensorflow.python.eager import context as eager_context
+
+from keras_slim import _backend
+from keras_slim._backend import tensorflow as tf
+
+# TensorFlow's internals (and Keras's of its TensorFlow backend) are
+# imported by the functions that use them; the two classes made from them
+# are made on first access (`__getattr__`, at the end). On another backend
+# this module imports no TensorFlow.
 
 __all__ = [
     "Functional",
     "allow_run_on_coordinator",
-    "TrackableObjectGraph",
-    "UnreadDataset",
+    "TrackableObjectGraph",  # noqa: F822 (made by __getattr__)
+    "UnreadDataset",  # noqa: F822 (made by __getattr__)
     "UnreadIterator",
     "autoconvert_optionals",
     "backing_variable",
@@ -123,43 +125,52 @@ def flatten_layers(model):
     return list(model._flatten_layers(include_self=True))
 
 
-class UnreadDataset(input_lib.DistributedDataset):
-    """What Keras's `fit` iterates when keras_slim reads the data itself.
+@functools.cache
+def _unread_dataset():
+    """Defines `UnreadDataset` (a TensorFlow class) on first use."""
+    from tensorflow.python.distribute import input_lib
 
-    Keras's `fit` makes an iterator of its data every epoch and hands it
-    to the train function; a `SlimModel` reading a host feed never reads
-    it (`keras_slim/_fit/feed.py`). Keras takes a `DistributedDataset` as
-    already distributed (`TFEpochIterator.__init__`; its data adapter
-    accepts one by class name, `data_adapters.is_tf_dataset`), so this one
-    gives Keras the data's length and spec, and a new token per epoch
-    instead of an iterator: under `MirroredStrategy` each epoch's iterator
-    of a distributed dataset made a `MultiDeviceIterator` per call, 0.4 s
-    of CPU on 4 devices. `__init__` of the base class is not called:
-    nothing of it is read.
+    class UnreadDataset(input_lib.DistributedDataset):
+        """What Keras's `fit` iterates when keras_slim reads the data.
 
-    Args:
-        element_spec: The data's element spec.
-        cardinality: Its number of batches (or TensorFlow's infinite or
-            unknown cardinality).
-    """
+        Keras's `fit` makes an iterator of its data every epoch and hands
+        it to the train function; a `SlimModel` reading a host feed never
+        reads it (`keras_slim/_fit/feed.py`). Keras takes a
+        `DistributedDataset` as already distributed
+        (`TFEpochIterator.__init__`; its data adapter accepts one by class
+        name, `data_adapters.is_tf_dataset`), so this one gives Keras the
+        data's length and spec, and a new token per epoch instead of an
+        iterator: under `MirroredStrategy` each epoch's iterator of a
+        distributed dataset made a `MultiDeviceIterator` per call, 0.4 s
+        of CPU on 4 devices. `__init__` of the base class is not called:
+        nothing of it is read.
 
-    def __init__(self, element_spec, cardinality):  # noqa: D107
-        self._spec = element_spec
-        self._count = int(cardinality)
+        Args:
+            element_spec: The data's element spec.
+            cardinality: Its number of batches (or TensorFlow's infinite
+                or unknown cardinality).
+        """
 
-    @property
-    def element_spec(self):
-        return self._spec
+        def __init__(self, element_spec, cardinality):  # noqa: D107
+            self._spec = element_spec
+            self._count = int(cardinality)
 
-    @property
-    def cardinality(self):
-        return np.int64(self._count)
+        @property
+        def element_spec(self):
+            return self._spec
 
-    def __iter__(self):
-        return UnreadIterator(self._spec)
+        @property
+        def cardinality(self):
+            return np.int64(self._count)
 
-    def _type_spec(self):
-        raise TypeError("keras_slim's UnreadDataset is not a tensor")
+        def __iter__(self):
+            return UnreadIterator(self._spec)
+
+        def _type_spec(self):
+            raise TypeError("keras_slim's UnreadDataset is not a tensor")
+
+    UnreadDataset.__qualname__ = "UnreadDataset"
+    return UnreadDataset
 
 
 class UnreadIterator:
@@ -184,6 +195,10 @@ def slurm_gpus():
     """The node's NVIDIA GPUs as TensorFlow's `SlurmClusterResolver`
     counts them (`CUDA_VISIBLE_DEVICES`, else `nvidia-smi`), or 0 on a
     node without (no `nvidia-smi`)."""
+    from tensorflow.python.distribute.cluster_resolver import (
+        slurm_cluster_resolver,
+    )
+
     try:
         return slurm_cluster_resolver.get_num_gpus()
     except (RuntimeError, OSError):
@@ -193,6 +208,10 @@ def slurm_gpus():
 def slurm_tasks_per_node(text):
     """SLURM's `SLURM_STEP_TASKS_PER_NODE` (`'3(x2),2'`) as a list
     (`[3, 3, 2]`), as `SlurmClusterResolver` reads it."""
+    from tensorflow.python.distribute.cluster_resolver import (
+        slurm_cluster_resolver,
+    )
+
     return slurm_cluster_resolver.expand_tasks_per_node(text)
 
 
@@ -201,6 +220,8 @@ def tensorflow_runtime_started():
     (`Context._context_handle` set) or the devices were listed
     (`Context._physical_devices` set). Before either, a fork of the
     process is safe (no runtime thread pool to lose)."""
+    from tensorflow.python.eager import context as eager_context
+
     ctx = eager_context.context_safe()
     return ctx is not None and (
         ctx._context_handle is not None or ctx._physical_devices is not None
@@ -213,6 +234,8 @@ def tensorflow_runtime_started():
 def reduce_step_outputs_auto(outputs, strategy):
     """Keras's reduction of a step's logs across replicas
     (`trainer.reduce_per_replica(..., "auto")`)."""
+    from keras.src.backend.tensorflow.trainer import reduce_per_replica
+
     return reduce_per_replica(outputs, strategy, reduction="auto")
 
 
@@ -283,6 +306,9 @@ def worker_share(dataset, context):
         The worker's `tf.data.Dataset`: per-replica batches, its
         replicas' in turn.
     """
+    from tensorflow.python.data.experimental.ops import distribute
+    from tensorflow.python.distribute import input_ops
+
     workers = context.num_input_pipelines
     index = context.input_pipeline_id
     replicas = context.num_replicas_in_sync
@@ -457,10 +483,13 @@ def set_initial_epoch(model, epoch):
     model._initial_epoch = epoch
 
 
-#: The proto of a TF2 checkpoint's object graph (`tensorflow.core.protobuf.
-#: trackable_object_graph_pb2`), read to name an object-based checkpoint's
-#: variables.
-TrackableObjectGraph = trackable_object_graph_pb2.TrackableObjectGraph
+def _trackable_object_graph():
+    """The proto of a TF2 checkpoint's object graph (`tensorflow.core.
+    protobuf.trackable_object_graph_pb2`), read to name an object-based
+    checkpoint's variables: `TrackableObjectGraph`."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    return trackable_object_graph_pb2.TrackableObjectGraph
 
 
 def xspace_to_chrome_trace(xplane_path):
@@ -479,3 +508,13 @@ def xspace_to_chrome_trace(xplane_path):
     return _pywrap_profiler_plugin.xspace_to_tools_data(
         [xplane_path], "trace_viewer@", {}
     )
+
+
+# `UnreadDataset` and `TrackableObjectGraph`, made on first access.
+__getattr__ = _backend.lazy_attributes(
+    __name__,
+    {
+        "UnreadDataset": _unread_dataset,
+        "TrackableObjectGraph": _trackable_object_graph,
+    },
+)

@@ -1,8 +1,8 @@
 """Every private Keras internal of the optimizers keras_slim touches."""
 
 import keras
-import tensorflow as tf
-from keras.src.backend.tensorflow.optimizer import TFOptimizer
+
+from keras_slim._backend import tensorflow as tf
 
 __all__ = [
     "accumulators",
@@ -177,11 +177,12 @@ def replace_weight_decay(optimizer, make_replacement):
 
 
 def has_keras_weight_decay(optimizer):
-    """Whether `optimizer`'s decoupled weight decay is Keras's own
-    (`TFOptimizer._apply_weight_decay`: `var -= var * weight_decay *
-    learning_rate`), not an override (Muon's reads other attributes)."""
+    """Whether `optimizer`'s decoupled weight decay is Keras's own (the
+    backend optimizer's `_apply_weight_decay`, `TFOptimizer`'s on
+    TensorFlow: `var -= var * weight_decay * learning_rate`), not an
+    override (Muon's reads other attributes)."""
     return type(optimizer)._apply_weight_decay is (
-        TFOptimizer._apply_weight_decay
+        keras.optimizers.Optimizer._apply_weight_decay
     )
 
 

@@ -5,7 +5,6 @@ import contextlib
 from keras_slim import _keras
 from keras_slim import _signals
 from keras_slim import _strategy
-from keras_slim._step import accumulate
 
 # The one attribute keras_slim sets on a model: its current run, and who
 # started it (`_STARTED`, or the `params` of a plain model's fit).
@@ -153,6 +152,8 @@ class Run:
         """`(batches, k)`: the batches applied so far, and the batches of
         one global step (`gradient_accumulation_steps`, else 1); read
         once the steps in flight settled."""
+        from keras_slim._step import accumulate  # TensorFlow's step
+
         self.settle()
         return accumulate.batch_count(self.model.optimizer)
 

@@ -3,9 +3,8 @@
 import math
 import time
 
-import tensorflow as tf
-
 from keras_slim import _strategy
+from keras_slim._backend import tensorflow as tf
 
 
 class StopAgreement:

@@ -1,24 +1,32 @@
 """What kind of `tf.distribute` strategy runs the step, and who the chief is."""
 
 import dataclasses
+import functools
 
-import tensorflow as tf
-
+from keras_slim import _backend
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 LOCAL = "local"
 MIRRORED = "mirrored"
 MULTI_WORKER = "multi_worker"
 PARAMETER_SERVER = "parameter_server"
 
-_PARAMETER_SERVER_TYPES = (
-    tf.distribute.ParameterServerStrategy,
-    tf.distribute.experimental.ParameterServerStrategy,
-)
-_MULTI_WORKER_TYPES = (
-    tf.distribute.MultiWorkerMirroredStrategy,
-    tf.distribute.experimental.MultiWorkerMirroredStrategy,
-)
+
+def _parameter_server_types():
+    """TensorFlow's parameter-server strategies (v2 and experimental)."""
+    return (
+        tf.distribute.ParameterServerStrategy,
+        tf.distribute.experimental.ParameterServerStrategy,
+    )
+
+
+def _multi_worker_types():
+    """TensorFlow's multi-worker mirrored strategies (v2 and experimental)."""
+    return (
+        tf.distribute.MultiWorkerMirroredStrategy,
+        tf.distribute.experimental.MultiWorkerMirroredStrategy,
+    )
 
 
 def kind(strategy):
@@ -37,9 +45,9 @@ def kind(strategy):
     kind(tf.distribute.get_strategy())  # "local"
     ```
     """
-    if isinstance(strategy, _PARAMETER_SERVER_TYPES):
+    if isinstance(strategy, _parameter_server_types()):
         return PARAMETER_SERVER
-    if isinstance(strategy, _MULTI_WORKER_TYPES) and (
+    if isinstance(strategy, _multi_worker_types()) and (
         _keras.in_multi_worker_mode(strategy)
     ):
         return MULTI_WORKER
@@ -100,21 +108,28 @@ class SyncSettings:
     total_num_replicas: int
 
 
-class SyncReplicasStrategy(tf.distribute.ParameterServerStrategy):
-    """A `ParameterServerStrategy` whose `fit` runs synchronous steps.
+@functools.cache
+def _sync_replicas_strategy():
+    """Defines `SyncReplicasStrategy` (a TensorFlow class) on first use."""
 
-    TF1's `SyncReplicasOptimizer` over parameter servers
-    (`keras_slim/_fit/sync_replicas.py`); made by `DeploymentConfig(
-    replicas_to_aggregate=...)`.
+    class SyncReplicasStrategy(tf.distribute.ParameterServerStrategy):
+        """A `ParameterServerStrategy` whose `fit` runs synchronous steps.
 
-    Args:
-        cluster_resolver: The cluster's resolver.
-        settings: The `SyncSettings`.
-    """
+        TF1's `SyncReplicasOptimizer` over parameter servers
+        (`keras_slim/_fit/sync_replicas.py`); made by `DeploymentConfig(
+        replicas_to_aggregate=...)`.
 
-    def __init__(self, cluster_resolver, settings):
-        super().__init__(cluster_resolver)
-        self.sync_settings = settings
+        Args:
+            cluster_resolver: The cluster's resolver.
+            settings: The `SyncSettings`.
+        """
+
+        def __init__(self, cluster_resolver, settings):
+            super().__init__(cluster_resolver)
+            self.sync_settings = settings
+
+    SyncReplicasStrategy.__qualname__ = "SyncReplicasStrategy"
+    return SyncReplicasStrategy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,6 +265,14 @@ def mode(strategy):
         replicas_in_sync=strategy.num_replicas_in_sync,
         chief=bool(strategy.extended.should_checkpoint),
         sync=strategy.sync_settings
-        if isinstance(strategy, SyncReplicasStrategy)
+        if isinstance(strategy, _sync_replicas_strategy())
         else None,
     )
+
+
+# `SyncReplicasStrategy`, made on first access (it subclasses TensorFlow's
+# `ParameterServerStrategy`): on another backend this module imports no
+# TensorFlow.
+__getattr__ = _backend.lazy_attributes(
+    __name__, {"SyncReplicasStrategy": _sync_replicas_strategy}
+)

@@ -6,10 +6,10 @@ import math
 import numbers
 
 import keras
-import tensorflow as tf
 
 from keras_slim import _keras_optimizer
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 
 _RATE = (
     "a non-negative number, a "

@@ -6,12 +6,11 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 from keras_slim import checks
-from keras_slim._step import apply
+from keras_slim._backend import tensorflow as tf
 from keras_slim.callbacks import WarmStart
 
 #: `train`'s defaults that mean "not asked for" when there is no logdir.
@@ -240,6 +239,8 @@ def checked(model, args):
             "The model is not compiled. Call `model.compile(optimizer, "
             "loss)` before keras_slim.train."
         )
+    from keras_slim._step import apply  # TensorFlow's step
+
     # Before the learning rate, which a MultiOptimizer does not have.
     apply.check(model.optimizer)
     _check_learning_rate(model.optimizer)

@@ -5,7 +5,8 @@ import numbers
 import os
 
 import numpy as np
-import tensorflow as tf
+
+from keras_slim._backend import tensorflow as tf
 
 __all__ = [
     "boolean",

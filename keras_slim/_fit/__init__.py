@@ -1,16 +1,16 @@
 """How `SlimModel.fit` schedules its steps; Keras's `fit` stays the loop."""
 
+import importlib
+
+from keras_slim import _backend
 from keras_slim import _keras
 from keras_slim import _run
 from keras_slim import checks
-from keras_slim._fit import auto_steps
-from keras_slim._fit import feed as feed_lib
-from keras_slim._fit import multi_worker
-from keras_slim._fit import parameter_server
 from keras_slim._fit import position
-from keras_slim._fit import scheduled_input
-from keras_slim._fit.train_function import TrainFunction
-from keras_slim._fit.train_function import translate_nonfinite
+
+# The modules of TensorFlow's step (the feed, the loops, the train
+# function: they import keras_slim/_step's stages) are imported on first
+# use; the callbacks import `position` and `rollback` without them.
 
 __all__ = [
     "TrainFunction",
@@ -18,7 +18,21 @@ __all__ = [
     "fit",
 ]
 
-build_on_one_replica = multi_worker.build_on_one_replica
+
+def _from(module, name):
+    """A maker of `keras_slim._fit.<module>.<name>`, for `__getattr__`."""
+    return lambda: getattr(
+        importlib.import_module(f"{__name__}.{module}"), name
+    )
+
+
+__getattr__ = _backend.lazy_attributes(
+    __name__,
+    {
+        "TrainFunction": _from("train_function", "TrainFunction"),
+        "build_on_one_replica": _from("multi_worker", "build_on_one_replica"),
+    },
+)
 
 
 def fit(model, keras_fit, x, y, kwargs, *, auto):
@@ -59,6 +73,9 @@ def fit(model, keras_fit, x, y, kwargs, *, auto):
 def _fit_with_keras(model, run, keras_fit, x, y, kwargs, auto, cache):
     """Keras's `fit`, on the run's feed, at the steps per call chosen;
     `cache` is the train function's `InputCache`."""
+    from keras_slim._fit import auto_steps
+    from keras_slim._fit import feed as feed_lib
+
     steps = None
     if auto:
         steps = 1 if model.run_eagerly else auto_steps.choose(model, x, kwargs)
@@ -85,6 +102,12 @@ def _fit_on_parameter_servers(model, run, x, y, kwargs, auto, cache):
     `InputCache`. A `tf.data.Dataset` is read by the coordinator, in a
     `HostFeed` whose position checkpoints save; a dataset function by the
     workers (`scheduled_input.why_workers_read`)."""
+    from keras_slim._fit import auto_steps
+    from keras_slim._fit import feed as feed_lib
+    from keras_slim._fit import parameter_server
+    from keras_slim._fit import scheduled_input
+    from keras_slim._fit.train_function import translate_nonfinite
+
     if y is not None:
         raise ValueError(
             "Under ParameterServerStrategy, pass a tf.data.Dataset of "

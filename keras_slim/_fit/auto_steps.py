@@ -6,11 +6,11 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _keras_optimizer
 from keras_slim import _strategy
+from keras_slim._backend import tensorflow as tf
 from keras_slim._step import accumulate
 
 MAX_STEPS = 32

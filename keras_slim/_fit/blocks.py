@@ -2,9 +2,8 @@
 docs/design.md ("Blocks of batches") says how and why.
 """
 
-import tensorflow as tf
-
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 # Blocks pay where a read costs much of a step, i.e. for small inputs: at
 # most this many bytes per block (batch size known), or per example

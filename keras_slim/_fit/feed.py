@@ -4,9 +4,9 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import input_options
 from keras_slim._fit import worker_input

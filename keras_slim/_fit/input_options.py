@@ -3,9 +3,8 @@ docs/design.md ("A fit call's fixed cost, and the input's threads") says
 how and why.
 """
 
-import tensorflow as tf
-
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 #: Dataset kinds (tf.data's classes, without their leading `_`) that only
 #: move tensors already in memory.

@@ -1,9 +1,9 @@
 """The multi-step loop: several train steps in one call, one loop body."""
 
 import keras
-import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 from keras_slim._fit import blocks as blocks_lib
 from keras_slim._fit import replicas
 from keras_slim._step import accumulate

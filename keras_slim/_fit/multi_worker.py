@@ -1,8 +1,7 @@
 """Building a model for `fit` under `MultiWorkerMirroredStrategy`."""
 
-import tensorflow as tf
-
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 
 def _one_replica(strategy, value):

@@ -13,11 +13,11 @@ import warnings
 import weakref
 
 import keras
-import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _keras_optimizer
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 from keras_slim._fit import loops
 from keras_slim._fit import scheduled_input
 from keras_slim._fit import sync_replicas

@@ -4,13 +4,15 @@ advances it. docs/how_it_works.md ("The input position") draws it.
 
 import collections
 import enum
+import functools
 import logging
 import math
 
 import keras
-import tensorflow as tf
 
+from keras_slim import _backend
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 logger = logging.getLogger("keras_slim")
 
@@ -34,31 +36,38 @@ class Applies(enum.Enum):
     WITHOUT_ITERATORS = "without iterators"
 
 
-class DataState(tf.Module):
-    """The input position a checkpoint holds under `data/`.
+@functools.cache
+def _data_state():
+    """Defines `DataState` (a `tf.Module`) on first use."""
 
-    `epoch` is Keras's epoch and `step` the steps run in it (what Keras's
-    epoch loop needs to go on where the run stopped; `(epoch + 1, 0)` once
-    an epoch ran to its end); `finished` whether that `fit` ended;
-    `iterator` and `next_iterator` the host iterators of the current and
-    the next pass (a `HostFeed`'s; absent otherwise); `seed` the shuffle
-    seed of array input; `steps_per_read` the batches one read of those
-    iterators gives (a block's: `keras_slim/_fit/blocks.py`).
+    class DataState(tf.Module):
+        """The input position a checkpoint holds under `data/`.
 
-    Args:
-        seed: The shuffle seed of array input. Defaults to `0`.
-    """
+        `epoch` is Keras's epoch and `step` the steps run in it (what Keras's
+        epoch loop needs to go on where the run stopped; `(epoch + 1, 0)` once
+        an epoch ran to its end); `finished` whether that `fit` ended;
+        `iterator` and `next_iterator` the host iterators of the current and
+        the next pass (a `HostFeed`'s; absent otherwise); `seed` the shuffle
+        seed of array input; `steps_per_read` the batches one read of those
+        iterators gives (a block's: `keras_slim/_fit/blocks.py`).
 
-    def __init__(self, seed=0):
-        super().__init__(name="data")
-        with tf.init_scope():
-            self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.finished = tf.Variable(False, trainable=False)
-            self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
-            self.steps_per_read = tf.Variable(
-                1, dtype=tf.int64, trainable=False
-            )
+        Args:
+            seed: The shuffle seed of array input. Defaults to `0`.
+        """
+
+        def __init__(self, seed=0):
+            super().__init__(name="data")
+            with tf.init_scope():
+                self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+                self.step = tf.Variable(0, dtype=tf.int64, trainable=False)
+                self.finished = tf.Variable(False, trainable=False)
+                self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
+                self.steps_per_read = tf.Variable(
+                    1, dtype=tf.int64, trainable=False
+                )
+
+    DataState.__qualname__ = "DataState"
+    return DataState
 
 
 class Saved(
@@ -137,7 +146,7 @@ class InputPosition:
         """The `DataState` a checkpoint holds, made on first use: a `fit`
         that neither saves nor restores one makes no variables for it."""
         if self._state is None:
-            self._state = DataState(self._seed)
+            self._state = _data_state()(self._seed)
             for name, iterator in self._iterators.items():
                 if iterator is not None:
                     setattr(self._state, name, iterator)
@@ -441,3 +450,8 @@ class Position(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self._run.position.finish()
+
+
+# `DataState`, made on first access (a `tf.Module`): on another backend
+# this module imports no TensorFlow.
+__getattr__ = _backend.lazy_attributes(__name__, {"DataState": _data_state})

@@ -1,6 +1,6 @@
 """A global batch split across the replicas of one process."""
 
-import tensorflow as tf
+from keras_slim._backend import tensorflow as tf
 
 
 def split(batch, strategy, *, mode):

@@ -3,10 +3,9 @@ docs/how_it_works.md ("Parameter servers: no batch lost or repeated")
 gives the guarantee.
 """
 
-import tensorflow as tf
-
 from keras_slim import _strategy
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 
 
 def dense(element_spec):

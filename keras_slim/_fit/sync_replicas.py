@@ -8,9 +8,9 @@ import threading
 import time
 
 import numpy as np
-import tensorflow as tf
 
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 
 logger = logging.getLogger("keras_slim")
 

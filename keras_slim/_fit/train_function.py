@@ -8,10 +8,10 @@ import re
 import threading
 
 import keras
-import tensorflow as tf
 
 from keras_slim import _keras
 from keras_slim import _strategy
+from keras_slim._backend import tensorflow as tf
 from keras_slim._fit import input_cache
 from keras_slim._fit import loops
 from keras_slim._fit import step_options

@@ -1,11 +1,9 @@
 """The share of the data one worker reads under MultiWorkerMirroredStrategy."""
 
-import tensorflow as tf
-
 from keras_slim import _keras
+from keras_slim._backend import tensorflow as tf
 from keras_slim._fit import input_options
 
-_POLICY = tf.data.experimental.AutoShardPolicy
 # Dataset kinds and ops that read files (what AutoShardPolicy.AUTO shards
 # by file when it finds them).
 _FILE_READERS = ("RecordDataset", "TextLineDataset", "ListFiles", "Matching")
@@ -33,9 +31,10 @@ def why_not(dataset, strategy):
     if int(dataset.cardinality().numpy()) == tf.data.INFINITE_CARDINALITY:
         return None
     policy = dataset.options().experimental_distribute.auto_shard_policy
-    if policy in (_POLICY.DATA, _POLICY.OFF):
+    shard = tf.data.experimental.AutoShardPolicy
+    if policy in (shard.DATA, shard.OFF):
         return None
-    if policy == _POLICY.AUTO and not reads_files(dataset):
+    if policy == shard.AUTO and not reads_files(dataset):
         return None
     return (
         "the multi worker strategy shares the files of this finite "

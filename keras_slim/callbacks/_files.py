@@ -4,7 +4,7 @@ import contextlib
 import os
 import uuid
 
-import tensorflow as tf
+from keras_slim._backend import tensorflow as tf
 
 
 def _nearest_existing(directory):

@@ -1,6 +1,6 @@
 """Summary ops as TF-Slim wrote them, cheap to trace in a train step."""
 
-import tensorflow as tf
+from keras_slim._backend import tensorflow as tf
 
 
 def _finite(values):

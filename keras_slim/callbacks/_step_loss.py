@@ -5,7 +5,6 @@ import math
 import numpy as np
 
 from keras_slim import _keras
-from keras_slim._step import accumulate
 
 
 def records_step_losses(model):
@@ -58,6 +57,8 @@ class StepLoss:
     _RECORDED = "recorded"
 
     def __init__(self, model, run):
+        from keras_slim._step import accumulate  # TensorFlow's step
+
         self._model = model
         self._run = run
         self._tracker = _loss_tracker(model)

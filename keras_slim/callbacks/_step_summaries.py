@@ -3,9 +3,8 @@
 import logging
 
 import keras
-import tensorflow as tf
 
-from keras_slim._step import apply
+from keras_slim._backend import tensorflow as tf
 from keras_slim.callbacks._histogram import histogram
 from keras_slim.callbacks._histogram import zero_fraction
 from keras_slim.gradients import variable_path
@@ -114,6 +113,8 @@ class StepSummaries:
             variables: Their variables.
             activations: What `forward` gave for the step, or `None`.
         """
+        from keras_slim._step import apply  # TensorFlow's step
+
         ctx = tf.distribute.get_replica_context()
         first = tf.constant(True)
         if ctx is not None and ctx.num_replicas_in_sync > 1:

@@ -5,9 +5,8 @@ docs/how_it_works.md ("The input position") draws it.
 import logging
 import os
 
-import tensorflow as tf
-
 from keras_slim import _checkpoint_dir
+from keras_slim._backend import tensorflow as tf
 
 logger = logging.getLogger("keras_slim")
 
