@@ -1,10 +1,11 @@
 """TF1's Adagrad, Adadelta and Ftrl: the accumulator family, in Keras 3."""
 
 import keras
-import tensorflow as tf
 
+from keras_slim import _backend
 from keras_slim import _tf1_optimizer
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 from keras_slim._tf1_optimizer import TF1Optimizer
 
 __all__ = ["Adadelta", "Adagrad", "Ftrl"]
@@ -35,6 +36,8 @@ class Adagrad(TF1Optimizer):
         ValueError: for a negative `learning_rate`, an
             `initial_accumulator_value` that is not positive, or a bad
             Keras argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -54,6 +57,11 @@ class Adagrad(TF1Optimizer):
         name="Adagrad",
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.Adagrad",
+            "keras.optimizers.Adagrad",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )
@@ -116,6 +124,8 @@ class Adadelta(TF1Optimizer):
     Raises:
         ValueError: for a negative `learning_rate` or `epsilon`, a `rho`
             outside [0, 1], or a bad Keras argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -134,6 +144,11 @@ class Adadelta(TF1Optimizer):
         name="Adadelta",
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.Adadelta",
+            "keras.optimizers.Adadelta",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )
@@ -205,6 +220,8 @@ class Ftrl(TF1Optimizer):
         ValueError: for a negative `learning_rate`, a positive
             `learning_rate_power`, a negative accumulator value, strength
             or `beta`, or a bad Keras argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -230,6 +247,11 @@ class Ftrl(TF1Optimizer):
         beta=None,
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.Ftrl",
+            "keras.optimizers.Ftrl",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+from keras_slim import _backend
 from keras_slim import _server_processes
 from keras_slim.errors import PREEMPTED_EXIT_CODE
 
@@ -88,11 +89,18 @@ class LocalCluster:
 
     Raises:
         ValueError: for a bad `workers`, `ps`, `one_process` or `alone`.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
     """
 
     def __init__(
         self, workers=2, ps=0, *, env=None, one_process=False, alone=()
     ):
+        _backend.require_tensorflow(
+            "keras_slim.cluster.LocalCluster",
+            "keras.distribution (one process)",
+            why="tf.distribute servers",
+        )
         if (
             isinstance(workers, bool)
             or not isinstance(workers, int)
@@ -434,7 +442,16 @@ def main(argv=None, *, prog="python -m keras_slim.cluster"):
 
     Returns:
         The exit code: the first failed task's, else 0.
+
+    Raises:
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
     """
+    _backend.require_tensorflow(
+        "keras-slim-cluster (keras_slim.cluster.main)",
+        "keras.distribution (one process)",
+        why="tf.distribute servers",
+    )
     parser = command_parser(prog)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

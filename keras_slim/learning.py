@@ -2,6 +2,7 @@
 
 import warnings
 
+from keras_slim import _backend
 from keras_slim import _run
 from keras_slim import _strategy
 from keras_slim import _train_checks
@@ -171,6 +172,8 @@ def train(
             space resumes from the last one.
         RuntimeError: before any step, when another process trains in
             `logdir`.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -184,6 +187,11 @@ def train(
     )
     ```
     """
+    _backend.require_tensorflow(
+        "keras_slim.train",
+        "model.fit with Keras's callbacks (keras.callbacks.BackupAndRestore, "
+        "TensorBoard, TerminateOnNaN)",
+    )
     settings = _train_checks.checked(model, dict(locals()))
     strategy = model.distribute_strategy
     chief = _strategy.is_chief(strategy, override=is_chief)

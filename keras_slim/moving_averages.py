@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_slim import _backend
 from keras_slim import _keras_optimizer
 
 __all__ = ["decay_at", "warm_up"]
@@ -51,6 +52,8 @@ def warm_up(optimizer):
 
     Raises:
         ValueError: if the optimizer keeps no moving averages.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -60,6 +63,11 @@ def warm_up(optimizer):
     model.compile(optimizer=optimizer, loss="mse")
     ```
     """
+    _backend.require_tensorflow(
+        "keras_slim.moving_averages.warm_up",
+        "a keras.optimizers optimizer with use_ema=True (Keras's own "
+        "averages, without TF1's warm-up)",
+    )
     inner = _keras_optimizer.inner_optimizer(optimizer)
     if not getattr(inner, "use_ema", False):
         raise ValueError(

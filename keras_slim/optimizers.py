@@ -1,13 +1,14 @@
 """TF1's `tf.compat.v1.train` optimizers as Keras 3 optimizers."""
 
 import keras
-import tensorflow as tf
 
+from keras_slim import _backend
 from keras_slim import _tf1_optimizer
 from keras_slim import checks
 from keras_slim._accumulator_optimizers import Adadelta
 from keras_slim._accumulator_optimizers import Adagrad
 from keras_slim._accumulator_optimizers import Ftrl
+from keras_slim._backend import tensorflow as tf
 from keras_slim._tf1_optimizer import TF1Optimizer
 
 __all__ = [
@@ -42,6 +43,8 @@ class GradientDescent(TF1Optimizer):
     Raises:
         ValueError: for a negative `learning_rate`, or a bad Keras
             argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -57,6 +60,11 @@ class GradientDescent(TF1Optimizer):
         name="GradientDescent",
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.GradientDescent",
+            "keras.optimizers.SGD",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )
@@ -96,6 +104,8 @@ class Momentum(TF1Optimizer):
         ValueError: for a negative `learning_rate`, a `momentum` outside
             [0, 1], a `use_nesterov` that is not a bool, or a bad Keras
             argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -114,6 +124,11 @@ class Momentum(TF1Optimizer):
         use_nesterov=False,
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.Momentum",
+            "keras.optimizers.SGD(momentum=..., nesterov=...)",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )
@@ -183,6 +198,8 @@ class RMSProp(TF1Optimizer):
         ValueError: for a negative `learning_rate` or `epsilon`, a `decay`
             or `momentum` outside [0, 1], a `centered` that is not a bool,
             or a bad Keras argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -206,6 +223,11 @@ class RMSProp(TF1Optimizer):
         name="RMSProp",
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.RMSProp",
+            "keras.optimizers.RMSprop",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )
@@ -291,6 +313,8 @@ class Adam(TF1Optimizer):
     Raises:
         ValueError: for a negative `learning_rate` or `epsilon`, a beta
             outside [0, 1), or a bad Keras argument.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -312,6 +336,11 @@ class Adam(TF1Optimizer):
         name="Adam",
         **kwargs,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.optimizers.Adam",
+            "keras.optimizers.Adam",
+            why="TF1's kernels",
+        )
         super().__init__(
             learning_rate, use_locking=use_locking, name=name, **kwargs
         )

@@ -2,6 +2,7 @@
 
 import contextlib
 
+from keras_slim import _backend
 from keras_slim.cluster import LocalCluster
 
 __all__ = ["local_cluster"]
@@ -34,6 +35,8 @@ def local_cluster(workers=2, ps=0, *, env=None, one_process=False, alone=()):
 
     Raises:
         ValueError: for a bad `workers`, `ps`, `one_process` or `alone`.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -46,6 +49,11 @@ def local_cluster(workers=2, ps=0, *, env=None, one_process=False, alone=()):
         model.fit(dataset_fn, epochs=1, steps_per_epoch=100)
     ```
     """
+    _backend.require_tensorflow(
+        "keras_slim.testing.local_cluster",
+        "keras.distribution (one process)",
+        why="tf.distribute servers",
+    )
     cluster = LocalCluster(
         workers, ps, env=env, one_process=one_process, alone=alone
     )

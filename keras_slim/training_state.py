@@ -4,10 +4,11 @@ import logging
 import re
 
 import numpy as np
-import tensorflow as tf
 
+from keras_slim import _backend
 from keras_slim import _keras_optimizer
 from keras_slim import _variable_maps
+from keras_slim._backend import tensorflow as tf
 from keras_slim.checkpoints import list_variables
 from keras_slim.gradients import variable_path
 
@@ -31,6 +32,11 @@ STRUCTURE_KEY = "structure"
 AVERAGES_KEY = "averages"
 
 logger = logging.getLogger("keras_slim")
+
+# What saves and restores a run off Keras's TensorFlow backend.
+_KERAS_CHECKPOINTS = (
+    "keras.callbacks.BackupAndRestore or keras.callbacks.OrbaxCheckpoint"
+)
 
 
 def training_checkpoint(model, *, data=None, names=None):
@@ -57,6 +63,8 @@ def training_checkpoint(model, *, data=None, names=None):
 
     Raises:
         ValueError: if two variables of the model share a path.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -64,6 +72,11 @@ def training_checkpoint(model, *, data=None, names=None):
     checkpoint.write("/tmp/run/model.ckpt-100")
     ```
     """
+    _backend.require_tensorflow(
+        "keras_slim.training_state.training_checkpoint",
+        _KERAS_CHECKPOINTS,
+        why="tf.train.Checkpoint",
+    )
     variables = _variable_maps.model_variables(model)
     paths = list(variables)
     if names is not None:
@@ -178,12 +191,19 @@ def restore_training_state(model, path, *, data=None):
         ValueError: if the model differs from the checkpoint's (the
             message lists the differences).
         Exception: what TensorFlow raises for a file it cannot read.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
     restore_training_state(model, tf.train.latest_checkpoint("/tmp/run"))
     ```
     """
+    _backend.require_tensorflow(
+        "keras_slim.training_state.restore_training_state",
+        _KERAS_CHECKPOINTS,
+        why="tf.train.Checkpoint",
+    )
     names = _names_by_structure(model, _saved_structure(path))
     if data is not None and not _holds_position(path):
         data = None
@@ -240,7 +260,14 @@ def restore_latest(checkpoint, manager, *, model=None, data=None):
         RuntimeError: if the directory has checkpoints and none is readable.
         ValueError: if the newest readable checkpoint was written by a model
             of another structure.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
     """
+    _backend.require_tensorflow(
+        "keras_slim.training_state.restore_latest",
+        _KERAS_CHECKPOINTS,
+        why="tf.train.Checkpoint",
+    )
     paths = list(reversed(manager.checkpoints))
     if not paths:
         return None
@@ -286,12 +313,19 @@ def restore_for_inference(model, path):
 
     Raises:
         ValueError: when the model differs from the checkpoint's.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
     step, averaged = restore_for_inference(model, "/tmp/run/model.ckpt-600")
     ```
     """
+    _backend.require_tensorflow(
+        "keras_slim.training_state.restore_for_inference",
+        "model.load_weights",
+        why="tf.train.Checkpoint",
+    )
     names = _names_by_structure(model, _saved_structure(path))
     variables = _variable_maps.model_variables(model)
     if names is not None:

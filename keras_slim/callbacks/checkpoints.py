@@ -6,13 +6,14 @@ import os
 import shutil
 
 import numpy as np
-import tensorflow as tf
 
+from keras_slim import _backend
 from keras_slim import _checkpoint_dir
 from keras_slim import _keras_optimizer
 from keras_slim import _stop_agreement
 from keras_slim import checks
 from keras_slim import training_state
+from keras_slim._backend import tensorflow as tf
 from keras_slim.callbacks import _resume
 from keras_slim.callbacks import _worker_positions
 from keras_slim.callbacks._files import check_writable
@@ -125,6 +126,8 @@ class Checkpoints(StepCallback):
             directory, or when no checkpoint in it can be read.
         keras_slim.CheckpointSaveError: during training, when a
             checkpoint cannot be written.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -143,6 +146,12 @@ class Checkpoints(StepCallback):
         keep_checkpoint_every_n_hours=None,
         restore=True,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.Checkpoints",
+            "keras.callbacks.BackupAndRestore or "
+            "keras.callbacks.OrbaxCheckpoint",
+            why="tf.train.Checkpoint",
+        )
         super().__init__()
         self.directory = checks.path("directory", directory)
         self._trigger = IntervalTrigger(

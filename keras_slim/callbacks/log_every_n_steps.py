@@ -3,6 +3,7 @@
 import logging
 import time
 
+from keras_slim import _backend
 from keras_slim import checks
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks._step_loss import StepLoss
@@ -49,6 +50,8 @@ class LogEveryNSteps(StepCallback):
 
     Raises:
         ValueError: if `every_n_steps` is not a positive integer.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -58,6 +61,10 @@ class LogEveryNSteps(StepCallback):
     """
 
     def __init__(self, every_n_steps=100, *, clock=None):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.LogEveryNSteps",
+            "fit's progress bar (verbose=) or a keras.callbacks.LambdaCallback",
+        )
         super().__init__()
         self.every_n_steps = checks.positive_int("every_n_steps", every_n_steps)
         self._clock = clock or time.monotonic

@@ -4,6 +4,7 @@ import logging
 import math
 import time
 
+from keras_slim import _backend
 from keras_slim import checks
 from keras_slim._fit.rollback import Rollback
 from keras_slim.callbacks._run_callback import RunCallback
@@ -73,6 +74,8 @@ class NanLossGuard(RunCallback):
             the first step, for `rollback` on a model that is not a
             `SlimModel`, under `ParameterServerStrategy`, or in a `fit`
             without `Checkpoints`.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -87,6 +90,10 @@ class NanLossGuard(RunCallback):
     WARN_EVERY_SECS = 60.0
 
     def __init__(self, fail=True, *, rollback=0, clock=None):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.NanLossGuard",
+            "keras.callbacks.TerminateOnNaN",
+        )
         super().__init__()
         self.fail = checks.boolean("fail", fail)
         self.rollback = checks.non_negative_int("rollback", rollback)

@@ -1,5 +1,6 @@
 """`StepCallback`: the base of callbacks that act on the global step."""
 
+from keras_slim import _backend
 from keras_slim.callbacks._run_callback import RunCallback
 from keras_slim.callbacks.run_view import RunView
 from keras_slim.callbacks.step_counter import StepCounter
@@ -38,6 +39,10 @@ class StepCallback(RunCallback):
     Two callbacks declaring different values of one option are an error,
     raised before the first step.
 
+    Raises:
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
+
     Example:
     ```python
     class PrintEvery100(keras_slim.callbacks.StepCallback):
@@ -62,6 +67,13 @@ class StepCallback(RunCallback):
     run = None
     #: The `StepCounter` of the current `fit` (from `on_train_begin`).
     counter = None
+
+    def __init__(self):
+        _backend.require_tensorflow(
+            f"{type(self).__name__} (a keras_slim.callbacks.StepCallback)",
+            "a keras.callbacks.Callback",
+        )
+        super().__init__()
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)

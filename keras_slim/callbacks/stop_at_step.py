@@ -1,5 +1,6 @@
 """`StopAtStep`: stop training at a global step (contrib.learn semantics)."""
 
+from keras_slim import _backend
 from keras_slim import checks
 from keras_slim.callbacks.step_callback import StepCallback
 
@@ -33,6 +34,8 @@ class StopAtStep(StepCallback):
     Raises:
         ValueError: unless exactly one of `num_steps` and `last_step` is
             given, or if the one given is not a valid integer.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -41,6 +44,10 @@ class StopAtStep(StepCallback):
     """
 
     def __init__(self, num_steps=None, last_step=None):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.StopAtStep",
+            "fit's epochs and steps_per_epoch",
+        )
         super().__init__()
         if (num_steps is None) == (last_step is None):
             raise ValueError(

@@ -3,10 +3,11 @@
 import time
 
 import keras
-import tensorflow as tf
 
+from keras_slim import _backend
 from keras_slim import _keras
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._histogram import histogram
 from keras_slim.callbacks._interval import IntervalTrigger
@@ -121,6 +122,8 @@ class Summaries(StepCallback):
             step, for a `logdir` that cannot be created or written, for
             gradients or activations on a model that cannot give them, or
             for an activation layer name the model does not have.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -140,6 +143,10 @@ class Summaries(StepCallback):
         activations=False,
         clock=None,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.Summaries",
+            "keras.callbacks.TensorBoard",
+        )
         super().__init__()
         self.logdir = checks.path("logdir", logdir)
         self._clock = clock or time.monotonic

@@ -4,10 +4,10 @@ import glob
 import logging
 import os
 
-import tensorflow as tf
-
+from keras_slim import _backend
 from keras_slim import _keras
 from keras_slim import checks
+from keras_slim._backend import tensorflow as tf
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
 from keras_slim.callbacks.step_callback import StepCallback
@@ -77,6 +77,8 @@ class Trace(StepCallback):
             positive integer, or `at_steps` that are not non-negative
             integers; at train begin, before the first step, for a `logdir`
             that cannot be created or written.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -86,6 +88,10 @@ class Trace(StepCallback):
     """
 
     def __init__(self, logdir, *, every_n_steps=None, at_steps=()):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.Trace",
+            "keras.callbacks.TensorBoard(profile_batch=...)",
+        )
         super().__init__()
         self.logdir = checks.path("logdir", logdir)
         self._steps = IntervalTrigger(

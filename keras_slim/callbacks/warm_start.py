@@ -3,6 +3,7 @@
 import logging
 import re
 
+from keras_slim import _backend
 from keras_slim import _checkpoint_readers
 from keras_slim import _keras
 from keras_slim import _variable_maps
@@ -114,6 +115,8 @@ class WarmStart(RunCallback):
         ValueError: at train begin, or at the read before the first step,
             for a `checkpoint` that is not one, or a truncated or damaged
             one, naming it.
+        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
+            naming what to use there instead.
 
     Example:
     ```python
@@ -138,6 +141,11 @@ class WarmStart(RunCallback):
         ignore_missing=False,
         ignore_shape_mismatch=False,
     ):
+        _backend.require_tensorflow(
+            "keras_slim.callbacks.WarmStart",
+            "keras_slim.checkpoints.assign_from_checkpoint (a Keras weights "
+            "file) or model.load_weights(..., skip_mismatch=True)",
+        )
         super().__init__()
         if checkpoint is None and values is None:
             raise checks.invalid(
