@@ -2,6 +2,7 @@
 
 import contextlib
 import gc
+import json
 import os
 import re
 import sys
@@ -77,9 +78,49 @@ def tf_cpp_min_log_level(level):
     return "0" if level >= 1 else "1"
 
 
+def keras_backend(environ=None):
+    """The backend Keras runs on, read as Keras reads it, before it loads.
+
+    Keras's own answer once Keras is imported; else `KERAS_BACKEND`, else
+    the `"backend"` of `keras.json` in `KERAS_HOME` (`~/.keras`, or
+    `/tmp/.keras` when the home directory is read-only), else
+    `"tensorflow"` (`keras/src/backend/config.py`). Importing Keras to ask
+    would import TensorFlow on its TensorFlow backend.
+
+    Args:
+        environ: The environment, or `None` for `os.environ`. Defaults to
+            `None`.
+
+    Returns:
+        The backend's name: `"tensorflow"`, `"jax"`, ...
+    """
+    environ = os.environ if environ is None else environ
+    keras = sys.modules.get("keras")
+    if keras is not None and hasattr(keras, "backend"):
+        return keras.backend.backend()
+    return environ.get("KERAS_BACKEND") or _keras_json_backend(environ)
+
+
+def _keras_json_backend(environ):
+    """The `"backend"` of Keras's `keras.json`, else `"tensorflow"`."""
+    home = environ.get("KERAS_HOME")
+    if home is None:
+        base = os.path.expanduser("~")
+        writable = os.access(base, os.W_OK)
+        home = os.path.join(base if writable else "/tmp", ".keras")
+    try:
+        with open(os.path.join(os.path.expanduser(home), "keras.json")) as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        config = {}
+    backend = config.get("backend") if isinstance(config, dict) else None
+    return backend or "tensorflow"
+
+
 def quiet_tensorflow_for_commands():
     """Sets `TF_CPP_MIN_LOG_LEVEL` in a keras_slim command's process and,
-    at verbosity 0, imports TensorFlow without its C++ info lines.
+    at verbosity 0 on Keras's TensorFlow backend, imports TensorFlow
+    without its C++ info lines (on another backend, none is imported).
 
     A command also pauses Python's cyclic garbage collector until
     `started()`: importing TensorFlow and Keras makes some 450,000
@@ -93,7 +134,8 @@ def quiet_tensorflow_for_commands():
         _PAUSED.append(True)
     level = tf_cpp_min_log_level(verbosity(arguments))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", level)
-    if os.environ["TF_CPP_MIN_LOG_LEVEL"] != "0":
+    quiet = os.environ["TF_CPP_MIN_LOG_LEVEL"] != "0"
+    if quiet and keras_backend() == "tensorflow":
         with without_info_lines():
             import tensorflow  # noqa: F401
 
