@@ -26,6 +26,19 @@ POLICIES = {
 }
 
 
+#: Two policies that hold every field between them: what the clone tests
+#: train on 1 and on N devices.
+COMBINED = {
+    "full": POLICIES["full"],
+    "the rest": {
+        "multipliers": {"fc2/kernel": -1.0, "logits/bias": 0.0},
+        "trainable": ["logits/.*", "fc2/.*"],
+        "clip_norm": 0.05,
+        "layer_decay": 0.5,
+    },
+}
+
+
 def data(n=64, features=8, classes=3, seed=0):
     """`(x, y)`: float32 features and int labels."""
     rng = np.random.default_rng(seed)

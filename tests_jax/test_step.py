@@ -40,14 +40,16 @@ class _nothing:
 
 
 def _data_parallel():
-    return keras.distribution.DataParallel(
-        devices=keras.distribution.list_devices("cpu")[:DEVICES]
-    )
+    """What a user writes: TF-Slim's clones, as keras.distribution."""
+    config = keras_slim.DeploymentConfig(num_clones=DEVICES, clone_on_cpu=True)
+    distribution = config.strategy()
+    assert isinstance(distribution, keras.distribution.DataParallel)
+    return distribution
 
 
-@pytest.mark.parametrize("name", sorted(helpers.POLICIES))
+@pytest.mark.parametrize("name", sorted(helpers.COMBINED))
 def test_four_devices_train_like_one(name):
-    policy = helpers.POLICIES[name]
+    policy = helpers.COMBINED[name]
     _, one = _trained(policy)
     model, four = _trained(policy, _data_parallel())
     kernel = model.get_layer("fc1").kernel.value
@@ -233,6 +235,17 @@ def test_accumulation_of_k_micro_batches_is_one_step_on_their_union(name):
     assert int(accumulating.optimizer.iterations) == 2
     keys = [k for k in b if "iteration" not in k and "accumulat" not in k]
     helpers.assert_close(b, a, keys=keys)
+
+
+def test_train_on_batch_applies_the_policy():
+    x, y = helpers.data(16)
+    model = helpers.compile_model(helpers.mlp({"freeze": ["fc1/.*"]}))
+    model.build((None, 8))
+    before = np.array(model.get_layer("fc1").kernel)
+    logs = model.train_on_batch(x, y, return_dict=True)
+    assert np.isfinite(logs["loss"])
+    assert int(model.optimizer.iterations) == 1
+    assert np.array_equal(before, np.array(model.get_layer("fc1").kernel))
 
 
 def test_the_step_is_one_compiled_program_per_run():

@@ -36,6 +36,9 @@ def train(initial):
         model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
         for key, value in helpers.weights(model).items():
             results[f"{name}:{key}"] = value
+        results[f"{name}:describe"] = np.array(
+            model.gradient_policy.describe(model)
+        )
     return results
 
 
