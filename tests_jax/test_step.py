@@ -256,3 +256,26 @@ def test_the_step_is_one_compiled_program_per_run():
     _fit(model, x, y)
     assert model.train_function is function
     assert isinstance(model.get_layer("fc1").kernel.value, jax.Array)
+
+
+class _Subclassed(keras_slim.SlimModel):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.fc1 = keras.layers.Dense(16, activation="relu", name="fc1")
+        self.logits = keras.layers.Dense(3, name="logits")
+
+    def call(self, x):
+        return self.logits(self.fc1(x))
+
+
+def test_a_subclassed_model_resolves_its_policy_once_built():
+    x, y = helpers.data()
+    model = _Subclassed(
+        gradient_policy=keras_slim.GradientPolicy(freeze=[".*fc1/.*"])
+    )
+    helpers.compile_model(model)
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    first = np.array(model.fc1.kernel)
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert np.array_equal(first, np.array(model.fc1.kernel))
+    assert int(model.optimizer.iterations) == 8

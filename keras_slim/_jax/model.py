@@ -72,6 +72,7 @@ class JaxStep:
         if raises != self._raise_on_nonfinite:
             self._raise_on_nonfinite = raises
             self.train_function = None
+        self._keras_slim_counters = None  # each fit counts its own
         return keras.Model.fit(self, x, y, **kwargs)
 
     def train_step(self, state, data):
@@ -103,8 +104,9 @@ class JaxStep:
 
     @property
     def skipped_steps(self):
-        """`(count, first, last)`: the steps skipped so far, as ints (the
-        JAX step's counters; first and last are 0 while none was)."""
+        """`(count, first, last)`: the steps the last `fit` skipped (a
+        loss-scale overflow among them), as ints; first and last are
+        global steps, 0 while none was skipped."""
         return train_function_lib.skipped_steps(self)
 
 
