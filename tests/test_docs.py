@@ -55,15 +55,29 @@ def bare_env(**values):
     return values
 
 
-def run_python(args, cwd, timeout=300):
+def run_python(args, cwd, timeout=300, **env):
     return subprocess.run(
         [sys.executable, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=bare_env(TF_CPP_MIN_LOG_LEVEL="3", PATH="/usr/bin:/bin"),
+        env=bare_env(TF_CPP_MIN_LOG_LEVEL="3", PATH="/usr/bin:/bin", **env),
     )
+
+
+# A page that picks Keras's backend in its code, before importing Keras.
+BACKEND = re.compile(
+    r'^os\.environ\["KERAS_BACKEND"\] = "(\w+)"$', re.MULTILINE
+)
+
+
+def page_env(code):
+    """The environment a page's code runs with: the backend it picks, as
+    well. The suite's prestarted interpreters (tests/zygote.py) have
+    imported Keras already, on the backend their environment names."""
+    backend = BACKEND.search(code)
+    return {"KERAS_BACKEND": backend.group(1)} if backend else {}
 
 
 def test_every_tutorial_has_code():
@@ -76,8 +90,9 @@ def test_every_tutorial_has_code():
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs(page, tmp_path):
     script = tmp_path / "page.py"
-    script.write_text("\n".join(python_blocks(page)))
-    result = run_python([str(script)], cwd=tmp_path)
+    code = "\n".join(python_blocks(page))
+    script.write_text(code)
+    result = run_python([str(script)], cwd=tmp_path, **page_env(code))
     assert result.returncode == 0, f"{page}:\n{result.stderr[-4000:]}"
 
 
