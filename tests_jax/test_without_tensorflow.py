@@ -1,0 +1,50 @@
+"""A SlimModel with a full policy trains on 2 host devices in a process
+where TensorFlow cannot be imported (a GPU image with JAX and no
+TensorFlow), and equals the same run on one device."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests_jax import no_tensorflow
+
+_TRAIN = """
+import json, os
+os.environ["KERAS_BACKEND"] = "jax"
+import keras
+import numpy as np
+import keras_slim
+from tests_jax import helpers
+
+def run(clones):
+    config = keras_slim.DeploymentConfig(num_clones=clones, clone_on_cpu=True)
+    x, y = helpers.data()
+    with config.strategy().scope():
+        model = helpers.compile_model(helpers.mlp(helpers.POLICIES["full"]))
+        model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    devices = model.get_layer("fc1").kernel.value.sharding.device_set
+    return helpers.weights(model), len(devices), model.describe()
+
+two, devices, text = run(2)
+one, _, _ = run(1)
+helpers.assert_close(one, two)
+print(json.dumps({
+    "devices": devices,
+    "tensorflow": sorted(m for m in sys.modules if m.startswith("tensorflow")),
+    "frozen": bool("frozen by 'fc1/bias'" in text),
+}))
+"""
+
+
+def test_a_full_policy_trains_on_two_host_devices_without_tensorflow():
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    env.pop("XLA_FLAGS", None)  # DeploymentConfig sets the device count
+    result = subprocess.run(
+        [sys.executable, "-c", no_tensorflow.prelude() + _TRAIN],
+        cwd=no_tensorflow.ROOT, env=env, capture_output=True, text=True,
+        timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"devices": 2, "tensorflow": [], "frozen": True}
