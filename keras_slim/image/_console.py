@@ -6,12 +6,33 @@ import sys
 
 import tensorflow as tf
 
+from keras_slim import _backend
+
 
 class _NoDeprecations(logging.Filter):
     """Drops TensorFlow's deprecation notices (`... is deprecated ...`)."""
 
     def filter(self, record):
         return "deprecat" not in record.getMessage().lower()
+
+
+def check_backend(parser):
+    """Refuses to run a command on a Keras backend other than TensorFlow,
+    before anything else: the commands' input (tf.data), nets (TF-Slim's
+    layers, the fused batch norm) and checkpoints are TensorFlow's.
+
+    Args:
+        parser: The command's `argparse.ArgumentParser`: its `error`
+            prints the message and exits with status 2.
+    """
+    try:
+        _backend.require_tensorflow(
+            parser.prog,
+            "KERAS_BACKEND=tensorflow for this command (or unset it)",
+            why="tf.data input, TF-Slim's nets and checkpoints",
+        )
+    except RuntimeError as error:
+        parser.error(str(error))
 
 
 def configure(verbosity, to_stderr=False):

@@ -202,6 +202,7 @@ def main(argv=None):
     """The console script `keras-slim-eval`."""
     p = parser()
     flags = p.parse_args(argv)
+    _console.check_backend(p)
     _flags.check_flags(p, flags, "--eval_image_size")
     _inference_checkpoint.check_checkpoint_path(
         p, flags.checkpoint_path, purpose="evaluates", waits=True

@@ -447,6 +447,7 @@ def main(argv=None):
     """The console script `keras-slim-export`."""
     p = parser()
     flags = p.parse_args(argv)
+    _console.check_backend(p)
     _check_flags(p, flags)
     _console.configure(
         flags.verbosity, flags.alsologtostderr or flags.logtostderr

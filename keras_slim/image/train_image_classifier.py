@@ -509,6 +509,7 @@ def main(argv=None):
     """The console script `keras-slim-train`."""
     p = parser()
     flags = p.parse_args(argv)
+    _console.check_backend(p)
     _check(p, flags)
     _flags.check_flags(p, flags, "--train_image_size")
     _console.configure(
