@@ -615,7 +615,10 @@ class DeploymentConfig:
         Returns:
             A multi-line string.
         """
-        lines = [f"DeploymentConfig: {self.kind.replace('_', ' ')} training"]
+        kind = self.kind.replace("_", " ")
+        if self._on_jax and self.kind == "mirrored":
+            kind = "data parallel"  # keras.distribution.DataParallel
+        lines = [f"DeploymentConfig: {kind} training"]
         lines.append(
             f"  clones per worker: {self.num_clones} on "
             + (

@@ -43,7 +43,9 @@ def test_clones_on_cpu_are_the_host_devices_jax_started_with():
         f"cpu:{i}" for i in range(NUM_DEVICES)
     ]
     assert os.environ["XLA_FLAGS"] == flags
-    assert f"clones per worker: {NUM_DEVICES} on CPU" in config.describe()
+    text = config.describe()
+    assert text.startswith("DeploymentConfig: data parallel training")
+    assert f"clones per worker: {NUM_DEVICES} on CPU" in text
 
 
 def test_more_host_devices_than_jax_started_with_names_the_fix():
