@@ -268,7 +268,7 @@ def update_without_accumulation(optimizer, grads, variables):
     update step, then the moving averages (`use_ema`).
 
     Args:
-        optimizer: A Keras 3 optimizer (TensorFlow backend).
+        optimizer: A Keras 3 optimizer.
         grads: The gradients, one per variable.
         variables: The variables to update.
     """
@@ -284,6 +284,16 @@ def update_without_accumulation(optimizer, grads, variables):
         overwrite = (
             optimizer.iterations + 1
         ) % optimizer.ema_overwrite_frequency == 0
+        if keras.backend.backend() == "jax":
+            # A selection, as JaxOptimizer's: a branch cannot assign.
+            for variable, average in zip(
+                optimizer._trainable_variables,
+                optimizer._model_variables_moving_average,
+            ):
+                variable.assign(
+                    keras.ops.where(overwrite, average.value, variable.value)
+                )
+            return
         tf.cond(
             overwrite,
             lambda: optimizer._overwrite_model_variables_with_average_value(

@@ -237,6 +237,25 @@ def test_accumulation_of_k_micro_batches_is_one_step_on_their_union(name):
     helpers.assert_close(b, a, keys=keys)
 
 
+def test_accumulation_with_moving_averages_overwritten():
+    x, y = helpers.data()
+
+    def optimizer(**kwargs):
+        return keras.optimizers.SGD(
+            0.1, use_ema=True, ema_momentum=0.5, ema_overwrite_frequency=2,
+            **kwargs,
+        )  # fmt: skip
+
+    accumulating = helpers.compile_model(
+        helpers.mlp(), optimizer(gradient_accumulation_steps=2)
+    )
+    whole = helpers.compile_model(helpers.mlp(), optimizer())
+    a = _fit(accumulating, x, y, batch_size=8)
+    b = _fit(whole, x, y, batch_size=16)
+    keys = [k for k in b if "iteration" not in k and "accumulat" not in k]
+    helpers.assert_close(b, a, keys=keys)
+
+
 def test_train_on_batch_applies_the_policy():
     x, y = helpers.data(16)
     model = helpers.compile_model(helpers.mlp({"freeze": ["fc1/.*"]}))
