@@ -61,12 +61,14 @@ WITHOUT_TENSORFLOW = textwrap.dedent(
 )
 
 
-def _run_without_tensorflow(code, **env):
-    """Runs `code` after `no_tensorflow.prelude()` in a fresh process on
-    Keras's JAX backend; returns the JSON its last line printed."""
+def _run_on_jax(code, *, block=True, **env):
+    """Runs `code` in a fresh process on Keras's JAX backend, after
+    `no_tensorflow.prelude()` when `block`; returns the JSON its last line
+    printed."""
     environ = dict(os.environ, KERAS_BACKEND="jax", **env)
+    prelude = no_tensorflow.prelude() if block else "import sys\n"
     result = subprocess.run(
-        [sys.executable, "-c", no_tensorflow.prelude() + code],
+        [sys.executable, "-c", prelude + code],
         capture_output=True,
         text=True,
         timeout=300,
@@ -85,8 +87,10 @@ def test_the_finder_refuses_tensorflow():
     assert finder.find_spec("keras") is None
 
 
-def test_import_keras_slim_without_tensorflow():
-    seen = _run_without_tensorflow(WITHOUT_TENSORFLOW)
+@pytest.mark.parametrize("block", [True, False], ids=["blocked", "installed"])
+def test_import_keras_slim_without_tensorflow(block):
+    """Where importing TensorFlow raises, and where it is installed."""
+    seen = _run_on_jax(WITHOUT_TENSORFLOW, block=block)
     assert seen == {
         "tensorflow": [],
         "backend": "jax",
@@ -110,13 +114,14 @@ def test_a_command_starts_without_tensorflow():
         }))
         """
     )
-    seen = _run_without_tensorflow(code, TF_CPP_MIN_LOG_LEVEL="1")
+    seen = _run_on_jax(code, TF_CPP_MIN_LOG_LEVEL="1")
     assert seen == {"tensorflow": False, "gc": True}
 
 
 def test_import_leaves_tensorflow_out_of_this_process():
     """In this process TensorFlow is installed: importing keras_slim and
-    its callbacks does not import it."""
+    its callbacks does not import it (unless an earlier test did: Keras's
+    `keras.utils.set_random_seed` imports it when it is installed)."""
     if "tensorflow" in sys.modules:
         pytest.skip("an earlier test of this process imported TensorFlow")
     import keras_slim.callbacks  # noqa: F401
