@@ -13,6 +13,7 @@ import pytest
 
 import keras_slim
 from keras_slim import _backend
+from keras_slim import _startup
 from keras_slim import cluster
 from keras_slim import moving_averages
 from keras_slim import optimizers
@@ -116,6 +117,18 @@ def test_a_command_starts_without_tensorflow():
     )
     seen = _run_on_jax(code, TF_CPP_MIN_LOG_LEVEL="1")
     assert seen == {"tensorflow": False, "gc": True}
+
+
+@pytest.mark.parametrize(
+    "text, backend",
+    [('{"backend": "jax"}', "jax"), ("{}", "tensorflow"), ("{", "tensorflow")],
+)
+def test_the_backend_of_keras_json_before_keras_loads(tmp_path, text, backend):
+    (tmp_path / "keras.json").write_text(text)
+    environ = {"KERAS_HOME": str(tmp_path)}
+    assert _startup._keras_json_backend(environ) == backend
+    # Once Keras is imported, its own answer.
+    assert _startup.keras_backend(environ) == "jax"
 
 
 def test_import_leaves_tensorflow_out_of_this_process():
