@@ -72,7 +72,8 @@ class JaxStep:
         if raises != self._raise_on_nonfinite:
             self._raise_on_nonfinite = raises
             self.train_function = None
-        self._keras_slim_counters = None  # each fit counts its own
+        if isinstance(self.train_function, train_function_lib.TrainFunction):
+            self.train_function.reset()  # each fit counts its own
         return keras.Model.fit(self, x, y, **kwargs)
 
     def train_step(self, state, data):
@@ -87,7 +88,10 @@ class JaxStep:
         Returns:
             `(logs, state)`, as `JAXTrainer.train_step` returns.
         """
-        counters = train_function_lib.counters_of(self)
+        function = self.train_function
+        counters = step_lib.initial_counters()
+        if isinstance(function, train_function_lib.TrainFunction):
+            counters = function.counters
         logs, state, _ = step_lib.run(
             self, self.step_plan, state, counters, data
         )
@@ -107,7 +111,10 @@ class JaxStep:
         """`(count, first, last)`: the steps the last `fit` skipped (a
         loss-scale overflow among them), as ints; first and last are
         global steps, 0 while none was skipped."""
-        return train_function_lib.skipped_steps(self)
+        function = self.train_function
+        if isinstance(function, train_function_lib.TrainFunction):
+            return function.skipped_steps()
+        return (0, 0, 0)
 
 
 def _declared_raise(callbacks, model):

@@ -38,6 +38,7 @@ class TrainFunction:
     def __init__(self, model, plan):
         self._model = model
         self.plan = plan
+        self.counters = step_lib.initial_counters()
         self._step = self._compile()
 
     def _compile(self):
@@ -51,7 +52,7 @@ class TrainFunction:
         return jax.jit(step, donate_argnums=0, out_shardings=out_shardings)
 
     def __call__(self, state, iterator):
-        counters = counters_of(self._model)
+        counters = self.counters
         logs, state, counters = self._step(state, counters, next(iterator))
         for _ in range(self._model.steps_per_execution - 1):
             try:
@@ -59,47 +60,32 @@ class TrainFunction:
             except StopIteration:
                 break
             logs, state, counters = self._step(state, counters, data)
-        self._model._keras_slim_counters = counters
+        self.counters = counters
         failed = int(counters.ints[step_lib.FAILED])
         if failed:
             jax_keras.attach_state(self._model, state)
-            self._model._keras_slim_counters = step_lib.Counters(
+            self.counters = step_lib.Counters(
                 ints=counters.ints.at[step_lib.FAILED].set(0),
                 error=counters.error,
             )
             raise _error(failed, counters.error)
         return logs, state
 
+    def reset(self):
+        """Starts the counters again from zero (each `fit` counts its
+        own skipped steps)."""
+        self.counters = step_lib.initial_counters()
+
     def skipped_steps(self):
-        """`(count, first, last)` of the steps skipped so far, as ints."""
-        return skipped_steps(self._model)
-
-
-def counters_of(model):
-    """The model's step counters (made on first use, kept across fits)."""
-    counters = getattr(model, "_keras_slim_counters", None)
-    if counters is None:
-        counters = step_lib.initial_counters()
-        model._keras_slim_counters = counters
-    return counters
-
-
-def skipped_steps(model):
-    """`(count, first, last)` of the steps `model` skipped, as ints; the
-    overflows of a loss scale are among them.
-
-    Args:
-        model: A `SlimModel` on the JAX backend.
-
-    Returns:
-        Three ints; first and last are 0 while the count is 0.
-    """
-    ints = [int(v) for v in counters_of(model).ints]
-    return (
-        ints[step_lib.SKIPPED],
-        ints[step_lib.FIRST_SKIPPED],
-        ints[step_lib.LAST_SKIPPED],
-    )
+        """`(count, first, last)` of the steps skipped since the last
+        `reset`, as ints (a loss-scale overflow among them); first and
+        last are 0 while the count is 0."""
+        ints = [int(v) for v in self.counters.ints]
+        return (
+            ints[step_lib.SKIPPED],
+            ints[step_lib.FIRST_SKIPPED],
+            ints[step_lib.LAST_SKIPPED],
+        )
 
 
 def _error(step, error):
