@@ -91,6 +91,17 @@ def test_more_cpu_clones_than_devices_once_tensorflow_started():
         DeploymentConfig(num_clones=8, clone_on_cpu=True).strategy()
 
 
+def test_tensorflow_refuses_a_layout_map():
+    # keras.distribution's ModelParallel is for the JAX backend
+    # (tests_jax/test_deployment.py); here tf.distribute deploys.
+    mesh = keras.distribution.DeviceMesh((1,), ["batch"], ["cpu:0"])
+    layout = keras.distribution.LayoutMap(mesh)
+    with pytest.raises(ValueError, match="layout_map is for Keras's JAX"):
+        DeploymentConfig(layout_map=layout)
+    with pytest.raises(ValueError, match="Set KERAS_BACKEND=jax"):
+        DeploymentConfig(layout_map=layout)
+
+
 def test_clones_need_gpus_without_clone_on_cpu():
     with pytest.raises(ValueError, match="Pass clone_on_cpu=True"):
         DeploymentConfig(num_clones=2).strategy()

@@ -14,24 +14,30 @@ from tests_jax.scripts import train_policies
 ROOT = Path(__file__).parent.parent
 
 
-def _tensorflow_run(folder):
-    """Every policy's variables, trained by a TensorFlow process."""
+def _start_tensorflow_run(folder):
+    """A TensorFlow process training every policy into `folder/tf.npz`."""
     env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
     env.pop("XLA_FLAGS", None)
-    subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "tests_jax.scripts.train_policies",
          str(folder / "init.npz"), str(folder / "tf.npz")],
-        cwd=ROOT, env=env, check=True, timeout=300,
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    return dict(np.load(folder / "tf.npz"))
 
 
 def test_tensorflow_and_jax_train_the_same_weights(tmp_path):
-    # One test: the TensorFlow process trains every policy once.
+    # One test: the TensorFlow process trains every policy once, while
+    # this one trains them on JAX.
     start = train_policies.initial_weights()
     np.savez(tmp_path / "init.npz", **start)
-    tf_run = _tensorflow_run(tmp_path)
-    jax_run = train_policies.train(start)
+    process = _start_tensorflow_run(tmp_path)
+    try:
+        jax_run = train_policies.train(start)
+        _, errors = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors[-3000:]
+    tf_run = dict(np.load(tmp_path / "tf.npz"))
     for name in sorted(helpers.POLICIES):
         _check_policy(name, tf_run, jax_run, start)
 

@@ -305,32 +305,3 @@ def test_the_slurm_port_default_is_the_cluster_modules():
         and isinstance(node.value, ast.Constant)
     }
     assert values["DEFAULT_PORT_BASE"] == deployment._DEFAULT_PORT_BASE
-
-
-TF_PROCESS = textwrap.dedent(
-    """
-    import keras
-    from keras_slim.deployment import DeploymentConfig
-
-    mesh = keras.distribution.DeviceMesh((1,), ["batch"], ["cpu:0"])
-    try:
-        DeploymentConfig(layout_map=keras.distribution.LayoutMap(mesh))
-    except ValueError as error:
-        print(error)
-    """
-)
-
-
-def test_tensorflow_refuses_a_layout_map():
-    env = dict(os.environ, KERAS_BACKEND="tensorflow")
-    result = subprocess.run(
-        [sys.executable, "-c", TF_PROCESS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=str(ROOT),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "layout_map is for Keras's JAX backend" in result.stdout
-    assert "Set KERAS_BACKEND=jax" in result.stdout
