@@ -105,7 +105,7 @@ def patch_verdict_read(variant):
     `keras_slim/_jax/model.py` makes `train_function.TrainFunction(...)`
     by module attribute, so the subclass put there is what `fit` calls.
     Its `__call__` is the library's (the steps, the counters kept on the
-    model) with the read of `counters.ints[FAILED]` replaced: one
+    train function) with the read of `counters.ints[FAILED]` replaced: one
     transfer of the whole vector for slim-hostread, none for slim-noread.
     No step fails on this data; a failure would raise a RuntimeError.
     """
@@ -113,16 +113,15 @@ def patch_verdict_read(variant):
 
     class PatchedRead(train_function.TrainFunction):
         def __call__(self, state, iterator):
-            model = self._model
-            counters = train_function.counters_of(model)
+            counters = self.counters
             logs, state, counters = self._step(state, counters, next(iterator))
-            for _ in range(model.steps_per_execution - 1):
+            for _ in range(self._model.steps_per_execution - 1):
                 try:
                     data = next(iterator)
                 except StopIteration:
                     break
                 logs, state, counters = self._step(state, counters, data)
-            model._keras_slim_counters = counters
+            self.counters = counters
             if read is not None and read(counters):
                 raise RuntimeError("a step failed")
             return logs, state
@@ -176,11 +175,12 @@ def compiled_step(model, x, y):
     )
     state = jax.tree.map(jax.numpy.copy, state)
     batch = (jax.numpy.asarray(x[:64]), jax.numpy.asarray(y[:64]), None)
-    step = getattr(model.train_function, "_step", None)
-    if step is None:  # Keras's, as JAXTrainer.make_train_function jits it
+    function = model.train_function
+    if not isinstance(function, train_function.TrainFunction):
+        # Keras's, as JAXTrainer.make_train_function jits it
         return jax.jit(model.train_step, donate_argnums=0), [state, batch]
-    # SlimModel's TrainFunction: its jitted step, with the counters
-    return step, [state, model._keras_slim_counters, batch]
+    # SlimModel's TrainFunction: its jitted step, with its counters
+    return function._step, [state, function.counters, batch]
 
 
 def kernels(model, x, y):
@@ -222,7 +222,7 @@ def step_us(model, x, y, calls):
 
 def read_us(model):
     """µs of each read of a verdict already computed."""
-    counters = model._keras_slim_counters
+    counters = model.train_function.counters
     jax.block_until_ready(counters)
     result = {}
     for name, read in (("library", library_read), ("host", host_read)):
