@@ -86,6 +86,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/input_threads.py --input images --processes 5
 	$(BIN)/python bench/command_input.py
 	$(BIN)/python bench/command_start.py --baseline c07c68e --rounds 7
+	KERAS_BACKEND=jax $(BIN)/python bench/jax_policy_overhead.py
+	KERAS_BACKEND=jax $(BIN)/python bench/jax_devices.py --image_size 64 \
+		--batch_size 32 --steps 10
 
 clean:
 	rm -rf $(VENV) site .pytest_cache keras_slim.egg-info train_digits
