@@ -181,7 +181,7 @@ def _update(model, plan, tv, ov, grads, loss, counters):
         if plan.accumulation:
             grads = _poisoned(grads, loss)
         micro = grads
-        grads, ready = _accumulated(plan, inner, grads, loss)
+        grads, ready = _accumulated(plan, inner, grads)
         finite, loss_finite, error = _check(plan, grads, loss)
         _apply(plan, optimizer, grads)
     applied = _read(scope, mapping)
@@ -189,35 +189,20 @@ def _update(model, plan, tv, ov, grads, loss, counters):
         _not_applied(plan, optimizer, micro, ready, finite, loss_finite)
     not_applied = _read(scope, mapping)
 
-    checked = plan.policy.check_numerics or plan.loss_scale is not None
-    ok = ops.logical_and(ready, finite) if checked else ready
-    fails = ops.logical_not(finite if plan.loss_scale is None else loss_finite)
-    fails = ops.logical_and(ready, fails)
-    fails = ops.logical_and(fails, plan.policy.check_numerics and plan.raises)
+    ok, fails, counted = _outcome(plan, ready, finite, loss_finite)
     keep = ops.logical_or(fails, failed_before)
     values = [
         ops.where(keep, o, ops.where(ok, a, n))
         for o, a, n in zip(old, applied, not_applied)
     ]
-    counters = _count(plan, counters, step, ready, finite, loss_finite, fails)
-    counters = Counters(
-        ints=ops.where(
-            failed_before,
-            counters.ints,
-            ops.where(fails, _failed(counters.ints, step), counters.ints),
-        ),
-        error=ops.where(
-            ops.logical_and(fails, ops.logical_not(failed_before)),
-            error,
-            counters.error,
-        ),
+    recorded = _record(plan, counters, step, ready, finite, fails, error)
+    # After a failure the call's later steps change nothing, counters too.
+    counters = jax.tree_util.tree_map(
+        lambda before, now: ops.where(failed_before, before, now),
+        counters,
+        recorded,
     )
-    counted = ops.logical_and(
-        ops.logical_not(keep),
-        finite if plan.loss_scale is None else loss_finite,
-    )
-    if not plan.policy.check_numerics and plan.loss_scale is None:
-        counted = ops.logical_not(failed_before)
+    counted = ops.logical_and(counted, ops.logical_not(keep))
     n = len(tv)
     return values[:n], values[n:], counted, counters
 
@@ -231,7 +216,7 @@ def _read(scope, mapping):
     return values
 
 
-def _accumulated(plan, inner, grads, loss):
+def _accumulated(plan, inner, grads):
     """The gradients this step applies and whether it applies them: each
     micro-batch's under accumulation, their mean on the `k`-th (the
     accumulators then start again from zero)."""
@@ -326,33 +311,44 @@ def _not_applied(plan, optimizer, micro, ready, finite, loss_finite):
     counter.assign(ops.where(overflow, 0, counter.value))
 
 
-def _count(plan, counters, step, ready, finite, loss_finite, fails):
-    """Records a skipped update (and an overflow) in the counters."""
-    ints = counters.ints
-    skipped = ops.logical_and(ready, ops.logical_not(finite))
-    skipped = ops.logical_and(skipped, ops.logical_not(fails))
+def _outcome(plan, ready, finite, loss_finite):
+    """`(applied, fails, counted)`: whether the update applies, whether
+    it fails the step, and whether the loss counts in the reported mean
+    (an overflow's finite loss does, as on TensorFlow)."""
     checked = plan.policy.check_numerics or plan.loss_scale is not None
     if not checked:
-        return counters
+        return ready, ops.convert_to_tensor(False), ops.convert_to_tensor(True)
+    # Under a loss scale a non-finite gradient with a finite loss is an
+    # overflow (a skip), not the gate's failure.
+    checked_finite = finite if plan.loss_scale is None else loss_finite
+    fails = ops.logical_and(ready, ops.logical_not(checked_finite))
+    fails = ops.logical_and(fails, plan.policy.check_numerics and plan.raises)
+    return ops.logical_and(ready, finite), fails, checked_finite
+
+
+def _record(plan, counters, step, ready, finite, fails, error):
+    """The counters after this update: a skipped one (an overflow among
+    them) counted, a failing one's global step and error recorded."""
+    ints = counters.ints
     step = ops.cast(step, "int32")
-    recorded = [
-        ints[FAILED],
-        ints[SKIPPED] + 1,
-        ops.where(ints[SKIPPED] == 0, step, ints[FIRST_SKIPPED]),
-        step,
-        ints[OVERFLOWS],
-    ]
-    if plan.loss_scale is not None:
-        recorded[OVERFLOWS] = ints[OVERFLOWS] + ops.cast(loss_finite, "int32")
-    return Counters(
-        ints=ops.where(skipped, ops.stack(recorded), ints),
-        error=counters.error,
+    skipped = ops.logical_and(ready, ops.logical_not(finite))
+    skipped = ops.logical_and(skipped, ops.logical_not(fails))
+    if not (plan.policy.check_numerics or plan.loss_scale is not None):
+        skipped = ops.convert_to_tensor(False)
+    loss_finite = ops.isfinite(error[0])
+    overflow = 0 if plan.loss_scale is None else ops.cast(loss_finite, "int32")
+    after_skip = ops.stack(
+        [
+            ints[FAILED],
+            ints[SKIPPED] + 1,
+            ops.where(ints[SKIPPED] == 0, step, ints[FIRST_SKIPPED]),
+            step,
+            ints[OVERFLOWS] + overflow,
+        ]
     )
-
-
-def _failed(ints, step):
-    """The counters of a step that failed: its global step recorded."""
-    return ops.stack([ops.cast(step, "int32"), *[ints[i] for i in range(1, 5)]])
+    ints = ops.where(skipped, after_skip, ints)
+    ints = ops.where(fails, ops.concatenate([step[None], ints[1:]]), ints)
+    return Counters(ints=ints, error=ops.where(fails, error, counters.error))
 
 
 def _metrics(model, mv, unscaled, counted, batch):
