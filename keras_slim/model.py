@@ -21,8 +21,11 @@ class SlimModel(_BackendStep, keras.Model):
     The policy acts on gradients already summed across replicas, so `N`
     clones under `MirroredStrategy` train exactly like one device on the
     same global batch (Keras 3's own `clipnorm` clips each replica's
-    gradient before the sum). Use it functionally, by subclassing, or turn
-    an existing model into one with `keras_slim.wrap`.
+    gradient before the sum). On Keras's JAX backend the step applies the
+    same policy to the global batch's gradient, between
+    `jax.value_and_grad` and the optimizer, under `keras.distribution`
+    (`keras_slim/_jax/step.py`). Use it functionally, by subclassing, or
+    turn an existing model into one with `keras_slim.wrap`.
 
     Args:
         inputs: Functional use: the model's inputs.
