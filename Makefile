@@ -9,10 +9,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 USER_STAMP := $(VENV)/.installed-user
 # Two workers, for 2 cores. Budget: the whole `make test` under 10 minutes
-# from a clean clone (CONTRIBUTING.md). Last measured: 14:33 in all,
-# pytest 13:20 (1376 tests), on 2 cores of an AMD EPYC (Zen 3); 18:10 in
-# a run of nearly the same code an hour later on this shared machine. Over
-# budget: the tests' own work is 1,400 to 1,790 s of CPU.
+# from a clean clone (CONTRIBUTING.md). Measured on 2 cores of an AMD
+# EPYC (Zen 3): 14:33 and 18:10 in all before the JAX suite; 35:38 with it
+# (tests/ 30:01, tests_jax/ 3:37, 38 min of CPU), beside a benchmark
+# running on the same machine. Over budget: the tests' own work is 1,400
+# to 1,790 s of CPU on TensorFlow, and the JAX suite adds about 4 minutes.
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean
