@@ -5,6 +5,7 @@ import functools
 import math
 
 import jax
+import numpy as np
 
 from keras_slim import errors
 from keras_slim._jax import _keras as jax_keras
@@ -61,7 +62,9 @@ class TrainFunction:
                 break
             logs, state, counters = self._step(state, counters, data)
         self.counters = counters
-        failed = int(counters.ints[step_lib.FAILED])
+        # One transfer of the counters: indexing the device array first
+        # would run one more operation per call (about 0.3 ms on a CPU).
+        failed = int(np.asarray(counters.ints)[step_lib.FAILED])
         if failed:
             jax_keras.attach_state(self._model, state)
             self.counters = step_lib.Counters(
