@@ -191,10 +191,7 @@ def _update(model, plan, tv, ov, grads, loss, counters):
 
     ok, fails, counted = _outcome(plan, ready, finite, loss_finite)
     keep = ops.logical_or(fails, failed_before)
-    values = [
-        ops.where(keep, o, ops.where(ok, a, n))
-        for o, a, n in zip(old, applied, not_applied)
-    ]
+    values = _selected(keep, ok, old, applied, not_applied)
     recorded = _record(plan, counters, step, ready, finite, fails, error)
     # After a failure the call's later steps change nothing, counters too.
     counters = jax.tree_util.tree_map(
@@ -205,6 +202,26 @@ def _update(model, plan, tv, ov, grads, loss, counters):
     counted = ops.logical_and(counted, ops.logical_not(keep))
     n = len(tv)
     return values[:n], values[n:], counted, counters
+
+
+def _selected(keep, ok, old, applied, not_applied):
+    """Each variable's value: the old one where `keep`, else the applied
+    or the not-applied one. A value neither changes (a frozen variable,
+    its slots) is passed through, and one only the update changes takes
+    one selection: fewer operations in the compiled step."""
+    take = ops.logical_and(ok, ops.logical_not(keep))
+    spare = ops.logical_and(ops.logical_not(ok), ops.logical_not(keep))
+    values = []
+    for o, a, n in zip(old, applied, not_applied):
+        if a is o and n is o:
+            values.append(o)
+        elif n is o:
+            values.append(ops.where(take, a, o))
+        elif a is o:
+            values.append(ops.where(spare, n, o))
+        else:
+            values.append(ops.where(keep, o, ops.where(ok, a, n)))
+    return values
 
 
 def _read(scope, mapping):
