@@ -202,9 +202,13 @@ def batches(args):
         yield x, y
 
 
+def fit(model, args, steps):
+    model.fit(batches(args), steps_per_epoch=steps, shuffle=False, verbose=0)
+
+
 def images_per_second(model, args):
     start = time.perf_counter()
-    model.fit(batches(args), steps_per_epoch=args.steps, verbose=0)
+    fit(model, args, args.steps)
     return args.steps * args.batch_size / (time.perf_counter() - start)
 
 
@@ -222,7 +226,7 @@ def measure(args, dtypes):
         for variant in VARIANTS:
             model = build(variant, dtype, args)
             start = time.perf_counter()
-            model.fit(batches(args), steps_per_epoch=args.warmup, verbose=0)
+            fit(model, args, args.warmup)
             first_fit[dtype, variant] = time.perf_counter() - start
             models[dtype, variant] = model
     rates = {key: [] for key in models}
