@@ -8,29 +8,26 @@ TensorFlow is imported for bench/_common.py's tf.data input), one batch of
 64 repeated, fed as NumPy arrays, SGD with momentum, steps_per_execution=1
 for every variant:
 
-  keras          keras.Model, plain optimizer
-  slim           SlimModel with multipliers + freeze + clip_norm + NaN
-                 check (the policy of bench/policy_overhead.py)
-  slim-hostread  the same SlimModel, its train function patched in this
-                 script to read the verdict as one transfer of the
-                 counters, `np.asarray(counters.ints)[FAILED]`, instead of
-                 `int(counters.ints[FAILED])` (which first runs an
-                 indexing op of JAX's)
-  slim-noread    the same, patched not to read the verdict at all: what
-                 the per-call read costs
+  keras        keras.Model, plain optimizer
+  slim         SlimModel with multipliers + freeze + clip_norm + NaN check
+               (the policy of bench/policy_overhead.py)
+  slim-noread  the same SlimModel, its train function patched in this
+               script not to read the verdict on the host after each call
+               (`np.asarray(counters.ints)[FAILED]`, one transfer): what
+               that read costs, the wait for the step included
 
 Each variant runs in its own fresh process (KERAS_BACKEND=jax), one per
 variant per round, their order rotating round by round. A process builds
 each model, warms it up (the compile is left out), then times `--runs`
 fits of 2000 (MLP) or 30 (CNN) steps; its figure is their median
 steps/s. Ratios are per round (processes of the same round side by side),
-then the median and min-max over the rounds. A read's cost per call is
-1e6/variant - 1e6/slim-noread microseconds, per round.
+then the median and min-max over the rounds. The read's cost per call is
+1e6/slim - 1e6/slim-noread microseconds, per round.
 
 Where the time goes, measured inside the processes (medians over the
 rounds of each process's median of 5 blocks): the compiled step alone
 (Keras's `jit(train_step)` and SlimModel's jitted step, called back to
-back, µs per call), the two reads of a verdict already computed, and the
+back, µs per call), the read of a verdict already computed, and the
 instructions of each compiled step (XLA's entry computation: each fusion,
 copy or dot is one kernel launched per step). Target: slim / keras
 >= 0.95. Prints Markdown tables and one JSON line.
@@ -61,7 +58,7 @@ import keras_slim  # noqa: E402
 from keras_slim._jax import step as step_lib  # noqa: E402
 from keras_slim._jax import train_function  # noqa: E402
 
-VARIANTS = ("keras", "slim", "slim-hostread", "slim-noread")
+VARIANTS = ("keras", "slim", "slim-noread")
 
 POLICY = {
     "multipliers": {"logits/.*": 2.0, r".*/bias": 0.5},
@@ -99,19 +96,17 @@ MODELS = {
 # The child process: one variant, every model.
 
 
-def patch_verdict_read(variant):
-    """Replaces how SlimModel's JAX train function reads the verdict.
+def skip_verdict_read():
+    """Makes SlimModel's JAX train function skip the verdict's read.
 
     `keras_slim/_jax/model.py` makes `train_function.TrainFunction(...)`
     by module attribute, so the subclass put there is what `fit` calls.
     Its `__call__` is the library's (the steps, the counters kept on the
-    train function) with the read of `counters.ints[FAILED]` replaced: one
-    transfer of the whole vector for slim-hostread, none for slim-noread.
-    No step fails on this data; a failure would raise a RuntimeError.
+    train function) without the read, and so without the failure it
+    raises; no step fails on this data.
     """
-    read = host_read if variant == "slim-hostread" else None
 
-    class PatchedRead(train_function.TrainFunction):
+    class NoRead(train_function.TrainFunction):
         def __call__(self, state, iterator):
             counters = self.counters
             logs, state, counters = self._step(state, counters, next(iterator))
@@ -122,20 +117,13 @@ def patch_verdict_read(variant):
                     break
                 logs, state, counters = self._step(state, counters, data)
             self.counters = counters
-            if read is not None and read(counters):
-                raise RuntimeError("a step failed")
             return logs, state
 
-    train_function.TrainFunction = PatchedRead
+    train_function.TrainFunction = NoRead
 
 
 def library_read(counters):
     """The read `TrainFunction.__call__` makes after each call."""
-    return int(counters.ints[step_lib.FAILED])
-
-
-def host_read(counters):
-    """The same verdict, as one transfer and NumPy's indexing."""
     return int(np.asarray(counters.ints)[step_lib.FAILED])
 
 
@@ -221,24 +209,21 @@ def step_us(model, x, y, calls):
 
 
 def read_us(model):
-    """µs of each read of a verdict already computed."""
+    """µs of the library's read of a verdict already computed."""
     counters = model.train_function.counters
     jax.block_until_ready(counters)
-    result = {}
-    for name, read in (("library", library_read), ("host", host_read)):
-        read(counters)
+    library_read(counters)
 
-        def run(n, read=read):
-            for _ in range(n):
-                read(counters)
+    def run(n):
+        for _ in range(n):
+            library_read(counters)
 
-        result[name] = microseconds(run, 500)
-    return result
+    return microseconds(run, 500)
 
 
 def child(variant, names, runs):
-    if variant in ("slim-hostread", "slim-noread"):
-        patch_verdict_read(variant)
+    if variant == "slim-noread":
+        skip_verdict_read()
     results = {}
     for name in names:
         input_shape, layers, steps, warmup, calls = MODELS[name]
@@ -301,20 +286,16 @@ def summarize(name, rounds):
             v: spread([a / k for a, k in zip(rates[v], rates["keras"])])
             for v in VARIANTS[1:]
         },
-        "read_us_per_call": {
-            v: spread([1e6 / a - 1e6 / n for a, n in zip(rates[v], noread)])
-            for v in ("slim", "slim-hostread")
-        },
+        "read_us_per_call": spread(
+            [1e6 / a - 1e6 / n for a, n in zip(rates["slim"], noread)]
+        ),
         "step_us": {
             v: statistics.median(r[v]["step_us"] for r in per_round)
             for v in ("keras", "slim")
         },
-        "ready_read_us": {
-            read: statistics.median(
-                r["slim"]["read_us"][read] for r in per_round
-            )
-            for read in ("library", "host")
-        },
+        "ready_read_us": statistics.median(
+            r["slim"]["read_us"] for r in per_round
+        ),
         "kernels": {v: rounds[0][v][name]["kernels"] for v in VARIANTS[:2]},
     }
 
@@ -334,9 +315,9 @@ def report(args, names, summaries):
     print()
     print(
         "| model | keras fit steps/s | SlimModel full policy | / keras "
-        "| one-transfer read | / keras | no read | / keras |"
+        "| SlimModel, no verdict read | / keras |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name in names:
         rate, ratio = (
             summaries[name][k] for k in ("steps_per_s", "over_keras")
@@ -347,11 +328,10 @@ def report(args, names, summaries):
         print(f"| {name} | " + " | ".join(cells) + " |")
     print()
     print(
-        "| model | the read per call, µs: SlimModel's | one-transfer "
-        "| a ready verdict's read: SlimModel's | one-transfer | compiled "
-        "step alone µs: keras | SlimModel |"
+        "| model | the read, µs per call | a ready verdict's read, µs "
+        "| compiled step alone µs: keras | SlimModel |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|")
     for name in names:
         s = summaries[name]
         cost, ready, step = (
@@ -360,9 +340,7 @@ def report(args, names, summaries):
             s["step_us"],
         )
         print(
-            f"| {name} | {text(cost['slim'], '{:.0f}')} | "
-            f"{text(cost['slim-hostread'], '{:.0f}')} | "
-            f"{ready['library']:.1f} | {ready['host']:.1f} | "
+            f"| {name} | {text(cost, '{:.0f}')} | {ready:.1f} | "
             f"{step['keras']:.0f} | {step['slim']:.0f} |"
         )
     print()
