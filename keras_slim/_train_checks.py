@@ -1,8 +1,12 @@
 """The checks of `keras_slim.train`'s arguments and data, before any step."""
 
 import argparse
+import collections.abc
 import math
 import os
+import reprlib
+import sys
+import types
 
 import keras
 import numpy as np
@@ -16,6 +20,10 @@ from keras_slim.callbacks import WarmStart
 #: `train`'s defaults that mean "not asked for" when there is no logdir.
 DEFAULT_SECS = 600
 DEFAULT_KEEP = 5
+
+#: Keras's `epochs` for a PyDataset read until a step target: a pass per
+#: epoch, as many as the run needs (`StopAtStep` ends it).
+_UNTIL_STOPPED = sys.maxsize
 
 _INT_ARGUMENTS = (
     "number_of_steps",
@@ -145,13 +153,25 @@ def _dataset(data, batch_size, repeat):
                 f"Received: data={data!r}"
             )
         return data
-    if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise checks.invalid(
-            "data",
-            type(data).__name__,
-            "a tf.data.Dataset of (x, y) batches, or a tuple (x, y) of "
-            "arrays with `batch_size`",
+    if isinstance(data, keras.utils.PyDataset):
+        checks.no_batch_size_for_dataset(
+            batch_size, kind="a keras.utils.PyDataset"
         )
+        if data.num_batches == 0:
+            raise ValueError(
+                "`data` yields no batch: the PyDataset is empty (its "
+                "length is 0), so there is nothing to train on. "
+                f"Received: data={data!r}"
+            )
+        return data
+    if isinstance(data, collections.abc.Iterator):
+        checks.no_batch_size_for_dataset(batch_size, kind="a generator")
+        if isinstance(data, types.GeneratorType):
+            return data
+        # Keras's fit takes generators, not other iterators.
+        return (batch for batch in data)
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise _invalid_data(data)
     _check_arrays(*data)
     batch_size = checks.positive_int_or_none("batch_size", batch_size)
     if batch_size is None:
@@ -162,6 +182,16 @@ def _dataset(data, batch_size, repeat):
     dataset = tf.data.Dataset.from_tensor_slices(tuple(data))
     dataset = dataset.batch(batch_size)
     return dataset.repeat() if repeat else dataset
+
+
+def _invalid_data(data):
+    return ValueError(
+        "Invalid value for argument `data`. Received: "
+        f"data={reprlib.repr(data)} (of type {type(data).__name__}). "
+        "Expected a tf.data.Dataset of (x, y) batches, a "
+        "keras.utils.PyDataset of them, a Python generator of them, or a "
+        "tuple (x, y) of arrays with `batch_size`."
+    )
 
 
 def _check_arrays(x, y):
@@ -208,8 +238,47 @@ def _check_learning_rate(optimizer):
         )
 
 
-def known_length(dataset):
-    cardinality = int(dataset.cardinality().numpy())
+def _repeats(settings):
+    """Whether `train` reads array or PyDataset data again until its step
+    target: when a step count bounds the run."""
+    return settings.number_of_steps is not None or settings.steps is not None
+
+
+def epochs(settings, data):
+    """Keras's `epochs` for `train`'s `fit` on `data`.
+
+    One, but a PyDataset read until the step target is read an epoch per
+    pass, as many as the run needs: its position is Keras's epoch and the
+    batch index in it, which checkpoints save.
+
+    Args:
+        settings: What `checked` returned.
+        data: What `training_data` returned.
+
+    Returns:
+        A positive integer.
+    """
+    if isinstance(data, keras.utils.PyDataset) and _repeats(settings):
+        return _UNTIL_STOPPED
+    return 1
+
+
+def known_length(data, settings):
+    """The batches `train` reads from `data` before it runs out, or `None`
+    if unknown or endless.
+
+    Args:
+        data: What `training_data` returned.
+        settings: What `checked` returned.
+
+    Returns:
+        A non-negative integer, or `None`.
+    """
+    if isinstance(data, keras.utils.PyDataset):
+        return None if _repeats(settings) else data.num_batches
+    if not isinstance(data, tf.data.Dataset):
+        return None  # a generator
+    cardinality = int(data.cardinality().numpy())
     return cardinality if cardinality >= 0 else None
 
 
@@ -277,23 +346,26 @@ def _check_startup_delay(delay, strategy):
 
 
 def training_data(model, settings):
-    """The dataset `train` fits on, checked before any step.
+    """The data `train` fits on, checked before any step.
 
-    Arrays are repeated when the run is bounded by a step count; under
-    `ParameterServerStrategy` a dataset function is passed on as it is
-    and a step count is required.
+    Arrays are repeated when the run is bounded by a step count (a
+    PyDataset then runs an epoch per pass: `epochs`); an iterator that is
+    not a generator is read through one (Keras's `fit` takes generators);
+    under `ParameterServerStrategy` a dataset function is passed on as it
+    is and a step count is required.
 
     Args:
         model: The model.
         settings: What `checked` returned.
 
     Returns:
-        A `tf.data.Dataset`, or a dataset function under parameter servers.
+        A `tf.data.Dataset`, a `keras.utils.PyDataset` or a generator, or
+        a dataset function under parameter servers.
 
     Raises:
         ValueError: for data that does not fit (the message names it).
     """
-    bounded = settings.number_of_steps is not None or settings.steps is not None
+    bounded = _repeats(settings)
     data, batch_size = settings.data, settings.batch_size
     if _strategy.mode(model.distribute_strategy).needs_coordinator:
         # Workers read their own datasets: the step count bounds the run.
@@ -302,6 +374,13 @@ def training_data(model, settings):
                 "`number_of_steps` or `steps` is required under "
                 "ParameterServerStrategy (the end of the workers' data "
                 "cannot be seen). Received: number_of_steps=None, steps=None"
+            )
+        if isinstance(data, (keras.utils.PyDataset, collections.abc.Iterator)):
+            raise ValueError(
+                "Under ParameterServerStrategy, `data` is a "
+                "tf.data.Dataset, a dataset function or a tuple (x, y) of "
+                "arrays with `batch_size`, which the workers can read. "
+                f"Received: data={reprlib.repr(data)}"
             )
         return data if callable(data) else _dataset(data, batch_size, True)
     dataset = _dataset(data, batch_size, repeat=bounded)

@@ -80,8 +80,7 @@ def make(settings, *, is_chief, strategy, dataset):
         settings: `train`'s checked arguments (`_train_checks.checked`).
         is_chief: Whether this process writes.
         strategy: The model's strategy.
-        dataset: The data `fit` reads (a dataset function under parameter
-            servers).
+        dataset: The data `fit` reads (`_train_checks.training_data`).
 
     Returns:
         `(callbacks, last_step_loss)`: the list, and its `LastStepLoss`.
@@ -100,7 +99,7 @@ def make(settings, *, is_chief, strategy, dataset):
     coordinated = _strategy.mode(strategy).needs_coordinator
     last_loss = LastStepLoss(
         settings.number_of_steps,
-        None if coordinated else known_length(dataset),
+        None if coordinated else known_length(dataset, settings),
         steps=settings.steps,
     )
     services.append(last_loss)

@@ -302,19 +302,20 @@ def path(name, value):
     return os.fspath(value)
 
 
-def no_batch_size_for_dataset(batch_size):
+def no_batch_size_for_dataset(batch_size, kind="a tf.data.Dataset"):
     """Refuses a `batch_size` given with a `tf.data.Dataset`.
 
     Args:
         batch_size: The `batch_size` given with a dataset.
+        kind: The input, as words. Defaults to `"a tf.data.Dataset"`.
 
     Raises:
         ValueError: unless `batch_size` is `None`: a dataset is batched.
     """
     if batch_size is not None:
         raise ValueError(
-            "`batch_size` is only for array data; a tf.data.Dataset is "
-            f"already batched. Received: batch_size={batch_size!r}"
+            f"`batch_size` is only for array data; {kind} is already "
+            f"batched. Received: batch_size={batch_size!r}"
         )
 
 

@@ -52,12 +52,24 @@ def train(
 
     Args:
         model: A compiled Keras model (a `SlimModel` for gradient policies).
-        data: A `tf.data.Dataset` of `(x, y)` batches, or a tuple `(x, y)`
-            of arrays together with `batch_size`. Arrays are repeated until
-            `number_of_steps` when it is set, else seen once. Under
-            `ParameterServerStrategy` also a dataset function
-            `input_context -> tf.data.Dataset`, and `number_of_steps` is
-            required.
+        data: What `fit` takes: a `tf.data.Dataset` of `(x, y)` (or
+            `(x, y, sample_weight)`) batches; a `keras.utils.PyDataset` of
+            them; a Python generator (or any iterator) of them; or a tuple
+            `(x, y)` of arrays together with `batch_size`. Arrays and a
+            PyDataset are read pass after pass until `number_of_steps` (or
+            `steps`) when it is set, else once; a dataset or a generator,
+            as far as it goes. For a `SlimModel`, a checkpoint holds the
+            position in the data; in a PyDataset, the pass and the batch
+            index: a rerun reads that pass again from index 0, drops the
+            batches before the saved index and goes on (the same data when
+            `__getitem__` returns the same batch for an index). A
+            generator's position cannot be saved: a rerun reads the
+            generator it is given, drops as many batches as had been read
+            when the checkpoint was saved, and trains on the ones after (a
+            warning says so before the first step). Under
+            `ParameterServerStrategy` a dataset, arrays or a dataset
+            function `input_context -> tf.data.Dataset`, and
+            `number_of_steps` is required.
         logdir: Directory for checkpoints, or `None` to write nothing.
         number_of_steps: Positive integer: the global step to stop at, or
             `None` to train until the data runs out (contrib.learn's
@@ -155,6 +167,7 @@ def train(
             checkpoint, summary or trace settings with `logdir=None`, as in
             TF-Slim; for `startup_delay_steps > 0` under a synchronous
             multi-worker strategy; for a model that is not compiled; for
+            `data` of another kind (the message lists the kinds it takes),
             empty data, x and y of different lengths, text for a numeric
             input, or a learning rate that is not finite (or, constant,
             not positive). After `fit`, when data of unknown length
@@ -202,10 +215,14 @@ def train(
     callbacks = services + list(callbacks or [])
     if _strategy.mode(strategy).needs_coordinator:
         fit_args = {
-            "steps_per_epoch": settings.number_of_steps or settings.steps
+            "epochs": 1,
+            "steps_per_epoch": settings.number_of_steps or settings.steps,
         }
     else:
-        fit_args = {"shuffle": False}
+        fit_args = {
+            "epochs": _train_checks.epochs(settings, dataset),
+            "shuffle": False,
+        }
     with warnings.catch_warnings():
         # Running out of finite data is how train() stops (slim's
         # OutOfRangeError), not something to warn about.
@@ -215,7 +232,6 @@ def train(
             with _run.handed_to(callbacks, run):
                 model.fit(
                     dataset,
-                    epochs=1,
                     verbose=0,
                     callbacks=callbacks,
                     **fit_args,

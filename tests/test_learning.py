@@ -7,6 +7,8 @@ with learning rate 1.0. The thresholds are TF-Slim's.
 """
 
 import json
+import logging
+import math
 import os
 import subprocess
 import sys
@@ -20,6 +22,8 @@ import tensorflow as tf
 
 import keras_slim
 from tests.helpers import global_step
+from tests.helpers import max_abs_diff
+from tests.helpers import weights
 
 pytestmark = pytest.mark.prestarted  # tests/zygote.py
 
@@ -263,6 +267,143 @@ def test_arrays_with_a_batch_size():
     once = logistic_classifier()
     keras_slim.train(once, (x, y), batch_size=8, logdir=None)
     assert global_step(once) == 2
+
+
+class SlimBatches(keras.utils.PyDataset):
+    """TF-Slim's rows, 4 per batch, by index: the same batch for an index
+    each time; `weighted`: with a sample weight per row."""
+
+    def __init__(self, rows=16, weighted=False):
+        super().__init__()
+        x, y = slim_data()
+        self.x, self.y = x[:rows], y[:rows]
+        self.w = np.linspace(0.5, 2.0, rows, dtype="float32")
+        self.weighted = weighted
+
+    def __len__(self):
+        return math.ceil(len(self.x) / 4)
+
+    def __getitem__(self, index):
+        rows = slice(4 * index, 4 * index + 4)
+        batch = (self.x[rows], self.y[rows])
+        return (*batch, self.w[rows]) if self.weighted else batch
+
+
+def test_a_py_dataset_is_read_pass_after_pass_as_arrays_are():
+    x, y = slim_data()
+    model = logistic_classifier()
+    keras_slim.train(model, SlimBatches(), logdir=None, number_of_steps=10)
+    assert global_step(model) == 10
+    arrays = logistic_classifier()
+    keras_slim.train(
+        arrays, (x, y), batch_size=4, logdir=None, number_of_steps=10
+    )
+    assert max_abs_diff(weights(model), weights(arrays)) == 0.0
+    once = logistic_classifier()
+    keras_slim.train(once, SlimBatches(), logdir=None)
+    assert global_step(once) == 4
+
+
+def test_a_py_dataset_of_weighted_batches_weighs_them():
+    data = SlimBatches(weighted=True)
+    model = logistic_classifier()
+    keras_slim.train(model, data, logdir=None, number_of_steps=6)
+    same = tf.data.Dataset.from_tensor_slices((data.x, data.y, data.w))
+    reference = logistic_classifier()
+    keras_slim.train(
+        reference, same.batch(4).repeat(), logdir=None, number_of_steps=6
+    )
+    assert max_abs_diff(weights(model), weights(reference)) == 0.0
+    unweighted = logistic_classifier()
+    keras_slim.train(unweighted, SlimBatches(), logdir=None, number_of_steps=6)
+    assert max_abs_diff(weights(model), weights(unweighted)) > 0.0
+
+
+def test_a_py_dataset_resumes_exactly_from_its_index(tmp_path, caplog):
+    straight = logistic_classifier()
+    keras_slim.train(straight, SlimBatches(), logdir=None, number_of_steps=10)
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    # Stopped inside a pass (3), at its end (4), then continued: each run
+    # a new model, as a new process builds it.
+    for target in (3, 4, 10):
+        model = logistic_classifier()
+        keras_slim.train(
+            model,
+            SlimBatches(),
+            logdir=str(tmp_path),
+            number_of_steps=target,
+            **NO_SUMMARIES,
+        )
+        assert global_step(model) == target
+    assert max_abs_diff(weights(model), weights(straight)) == 0.0
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 3
+    assert "as Keras's epoch and the batch index in it" in warned[0]
+
+
+def slim_batches(steps):
+    """A generator of `SlimBatches`' batches, pass after pass."""
+    data = SlimBatches()
+    for step in range(steps):
+        yield data[step % len(data)]
+
+
+def test_a_generator_trains_and_its_resume_warns_what_it_reads(
+    tmp_path, caplog
+):
+    straight = logistic_classifier()
+    keras_slim.train(straight, slim_batches(6), logdir=None)
+    assert global_step(straight) == 6
+    iterated = logistic_classifier()
+    keras_slim.train(iterated, iter(list(slim_batches(6))), logdir=None)
+    assert max_abs_diff(weights(iterated), weights(straight)) == 0.0
+    caplog.set_level(logging.WARNING, logger="keras_slim")
+    first = logistic_classifier()
+    keras_slim.train(
+        first,
+        slim_batches(100),
+        logdir=str(tmp_path),
+        number_of_steps=3,
+        **NO_SUMMARIES,
+    )
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert "cannot be saved (the input is a generator" in message
+    assert "reads as many from the input it is given, drops them" in message
+    # The rerun restores step 3, reads the new generator's first 3
+    # batches, drops them and trains on the ones after.
+    rerun = logistic_classifier()
+    keras_slim.train(
+        rerun,
+        slim_batches(100),
+        logdir=str(tmp_path),
+        number_of_steps=6,
+        **NO_SUMMARIES,
+    )
+    assert global_step(rerun) == 6
+    assert max_abs_diff(weights(rerun), weights(straight)) == 0.0
+
+
+def test_data_of_another_kind_is_named_with_the_kinds_taken(tmp_path):
+    model = logistic_classifier()
+    logdir = str(tmp_path / "run")
+    with pytest.raises(
+        ValueError,
+        match=r"Received: data={'x': 1} \(of type dict\)\. Expected a "
+        r"tf\.data\.Dataset of \(x, y\) batches, a keras\.utils\.PyDataset "
+        r"of them, a Python generator of them, or a tuple \(x, y\) of "
+        r"arrays with `batch_size`\.",
+    ):
+        keras_slim.train(model, {"x": 1}, logdir, number_of_steps=2)
+    with pytest.raises(ValueError, match=r"PyDataset is empty \(its length"):
+        keras_slim.train(model, SlimBatches(rows=0), logdir, number_of_steps=2)
+    with pytest.raises(
+        ValueError,
+        match="a keras.utils.PyDataset is already batched. Received: "
+        "batch_size=4",
+    ):
+        keras_slim.train(model, SlimBatches(), logdir, batch_size=4)
+    assert not (tmp_path / "run").exists()
+    assert global_step(model) == 0
 
 
 def test_already_at_number_of_steps_runs_nothing(tmp_path):

@@ -20,7 +20,8 @@ class Feed:
     cannot be saved; after a resume, the first call skips the batches the
     interrupted run had consumed in its epoch (`InputPosition.skips`),
     which gives the same data only if the input yields the same batches
-    each time it is made.
+    each time it is made. For a `keras.utils.PyDataset` (`by_index`) the
+    saved epoch and step are its position: the index of the next batch.
 
     Args:
         x: `fit`'s data argument.
@@ -29,6 +30,10 @@ class Feed:
         position: The run's `InputPosition`.
         why: Why the position cannot be saved, for the warning a
             `Checkpoints` callback logs. Defaults to `None`.
+
+    Attributes:
+        by_index: Whether Keras reads `x` by batch index (a
+            `keras.utils.PyDataset`).
     """
 
     reads_host = False
@@ -40,6 +45,7 @@ class Feed:
         self.kwargs = kwargs
         self.why = why
         self.position = position
+        self.by_index = isinstance(x, keras.utils.PyDataset)
 
     def end(self):
         """Called when the `fit` ends, even on an error (nothing here)."""

@@ -175,6 +175,10 @@ class InputPosition:
         epoch, step = self.resume_at
         if self.epoch == epoch and batch < step:
             return True
+        if self.epoch != epoch:
+            # The restored epoch ended at its step (a stop at its last
+            # batch): Keras's iterator of the next one has nothing to skip.
+            self.skips = 0
         self.resume_at = None
         return False
 

@@ -324,13 +324,26 @@ class Checkpoints(StepCallback):
                 feed.why,
             )
             return
+        if feed.by_index:
+            logger.warning(
+                "Checkpoints: the input is a keras.utils.PyDataset; "
+                "checkpoints save its position as Keras's epoch and the "
+                "batch index in it, not its own state. A resumed run reads "
+                "the saved epoch's batches from index 0, drops those before "
+                "the saved index and goes on, which gives the same data if "
+                "__getitem__ returns the same batch for an index each time "
+                "(and on_epoch_end changes nothing the rerun does not)."
+            )
+            return
         if feed.why is not None:
             logger.warning(
                 "Checkpoints: the input position of this fit cannot be "
-                "saved (%s). A resumed run skips the batches the "
-                "interrupted one had consumed in its epoch, which gives "
-                "the same data only if the input yields the same batches "
-                "each time it is made.",
+                "saved (%s). A resumed run restores the weights and the "
+                "global step, and skips the batches the interrupted one "
+                "had consumed in its epoch: it reads as many from the "
+                "input it is given, drops them, and trains on the ones "
+                "after. That gives the same data only if the input yields "
+                "the same batches each time it is made.",
                 feed.why,
             )
             return

@@ -11,6 +11,7 @@ model has `Dropout`.
 
 import logging
 import re
+import types
 
 import keras
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import keras_slim
+from keras_slim._fit.position import InputPosition
 from tests.helpers import augmented
 from tests.helpers import compile_model
 from tests.helpers import global_step
@@ -146,3 +148,18 @@ def test_train_continued_with_other_blocks_warns_and_reaches_the_target(
     model = train(tmp_path, 23, "auto")
     assert "read in blocks of 10 batches, this fit reads 1" in caplog.text
     assert global_step(model) == 23
+
+
+def test_a_restored_epoch_that_ended_leaves_the_next_nothing_to_skip():
+    """Keras's own iterator (a PyDataset's): a position saved at the last
+    batch of an epoch (a stop there) skips nothing in the epoch after."""
+    position = InputPosition()
+    position.state.step.assign(4)
+    position.resume(types.SimpleNamespace())
+    assert position.skips == 4
+    position.epoch_begins(0)
+    assert [position.batch_begins(batch) for batch in range(4)] == [True] * 4
+    position.epoch_ends(0, stopped=False)
+    position.epoch_begins(1)
+    assert not position.batch_begins(0)
+    assert position.skips == 0
