@@ -155,6 +155,92 @@ def test_a_failure_in_a_multi_step_call_applies_no_later_step():
     )
 
 
+class _Record(keras.callbacks.Callback):
+    """What fit's callbacks saw, without touching `self.model` (which on
+    JAX syncs the state, and so checks the verdict)."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches, self.epochs, self.ended = [], [], False
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches.append(batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append(epoch)
+
+    def on_train_end(self, logs=None):
+        self.ended = True
+
+
+def test_a_failure_is_raised_at_the_next_call_before_its_steps_count():
+    # The verdict is read one call late: the call after the failure
+    # raises, and the model holds the weights from before the failure.
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    reference = helpers.compile_model(helpers.mlp())
+    _fit(reference, x[:16], y[:16])
+    record = _Record()
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x, y, epochs=2, callbacks=[record])
+    assert info.value.step == 2
+    # Raised at a later call, once its verdict was ready (the third, or
+    # after), or at the epoch's end: before the epoch ended either way.
+    assert record.batches[:2] == [0, 1]
+    assert record.epochs == [] and not record.ended
+    assert int(model.optimizer.iterations) == 1
+    helpers.assert_close(
+        helpers.weights(reference), helpers.weights(model), atol=0
+    )
+
+
+@pytest.mark.parametrize("validation", [False, True])
+def test_a_failure_in_an_epochs_last_call_is_raised_before_its_end(
+    validation,
+):
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    record = _Record()
+    extra = {"validation_data": (x[:16], y[:16])} if validation else {}
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x[:32], y[:32], epochs=3, callbacks=[record], **extra)
+    assert info.value.step == 2
+    assert record.batches == [0, 1]
+    assert record.epochs == [] and not record.ended
+    assert int(model.optimizer.iterations) == 1
+    # Raised once: the model trains on afterwards.
+    _fit(model, x[32:], y[32:])
+    assert int(model.optimizer.iterations) == 3
+
+
+def test_train_on_batch_raises_for_its_own_failing_step():
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    model.train_on_batch(x[:16], y[:16])
+    before = helpers.weights(model)
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        model.train_on_batch(x[16:32], y[16:32])
+    assert info.value.step == 2
+    helpers.assert_close(before, helpers.weights(model), atol=0)
+    model.train_on_batch(x[32:48], y[32:48])
+    assert int(model.optimizer.iterations) == 2
+
+
+def test_a_callback_reading_the_model_sees_the_failure_at_once():
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    seen = []
+
+    class Reads(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(int(self.model.optimizer.iterations))
+
+    with pytest.raises(keras_slim.NanLossDuringTrainingError):
+        _fit(model, x, y, callbacks=[Reads()])
+    assert seen == [1]
+    assert int(model.optimizer.iterations) == 1
+
+
 def _momentum():
     return keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01)
 
@@ -277,6 +363,17 @@ def test_the_step_is_one_compiled_program_per_run():
     _fit(model, x, y)
     assert model.train_function is function
     assert isinstance(model.get_layer("fc1").kernel.value, jax.Array)
+    assert function._step._cache_size() == 1
+
+
+def test_the_step_compiles_once_under_data_parallel():
+    # The counters start replicated, as the step returns them: the first
+    # call and the next ones are one program.
+    x, y = helpers.data()
+    with _data_parallel().scope():
+        model = helpers.compile_model(helpers.mlp(helpers.POLICIES["full"]))
+        _fit(model, x, y, epochs=2)
+    assert model.train_function._step._cache_size() == 1
 
 
 class _Subclassed(keras_slim.SlimModel):

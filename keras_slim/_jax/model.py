@@ -6,6 +6,7 @@ import inspect
 import keras
 
 from keras_slim import _keras_optimizer
+from keras_slim._jax import run as run_lib
 from keras_slim._jax import step as step_lib
 from keras_slim._jax import train_function as train_function_lib
 
@@ -74,7 +75,32 @@ class JaxStep:
             self.train_function = None
         if isinstance(self.train_function, train_function_lib.TrainFunction):
             self.train_function.reset()  # each fit counts its own
-        return keras.Model.fit(self, x, y, **kwargs)
+        run = run_lib.Run(self)
+        run.input_kind = run_lib.input_kind(x)
+        kwargs["callbacks"] = _with_tracker(kwargs.get("callbacks"), run)
+        self._keras_slim_run = run
+        try:
+            return keras.Model.fit(self, x, y, **kwargs)
+        finally:
+            self._keras_slim_run = None
+            run.close()
+            # A resumed run's epoch (`Checkpoints`) is this fit's only.
+            self._initial_epoch = None
+
+    def jax_state_sync(self):
+        """Keras's sync of the state a `fit` keeps outside the variables,
+        then the numeric check's verdict of the last train call: at the end
+        of each epoch, of `fit` and of `train_on_batch`, and when a callback
+        reads `self.model`.
+
+        Raises:
+            NanLossDuringTrainingError: if a step failed since the last
+                check, the model holding the weights from before it.
+        """
+        keras.Model.jax_state_sync(self)
+        function = self.train_function
+        if isinstance(function, train_function_lib.TrainFunction):
+            function.check()
 
     def train_step(self, state, data):
         """One step, in Keras's JAX signature: forward, loss, gradient, the
@@ -115,6 +141,16 @@ class JaxStep:
         if isinstance(function, train_function_lib.TrainFunction):
             return function.skipped_steps()
         return (0, 0, 0)
+
+
+def _with_tracker(callbacks, run):
+    """The fit's callbacks with the run's tracker first (Keras's
+    `CallbackList` keeps a list's order, whatever it holds)."""
+    tracker = run_lib.Tracker(run)
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+        callbacks.callbacks.insert(0, tracker)
+        return callbacks
+    return [tracker, *(callbacks or ())]
 
 
 def _declared_raise(callbacks, model):

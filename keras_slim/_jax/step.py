@@ -150,17 +150,22 @@ def run(model, plan, state, counters, data):
     Returns:
         `(logs, state, counters)`.
     """
-    tv, ntv, ov, mv = state
+    tv, old_ntv, ov, mv = state
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     grad_fn = jax.value_and_grad(model.compute_loss_and_updates, has_aux=True)
     (loss, (unscaled, y_pred, ntv, mv)), grads = grad_fn(
-        tv, ntv, mv, x, y, sample_weight,
+        tv, old_ntv, mv, x, y, sample_weight,
         training=True, optimizer_variables=ov,
     )  # fmt: skip
     grads = [grads[i] for i in plan.indices]
-    tv, ov, counted, counters = _update(
+    tv, ov, counted, counters, hold = _update(
         model, plan, tv, ov, grads, loss, counters
     )
+    # The forward pass's own updates (batch norm's moving statistics, the
+    # seed generators' states) are held too by a failing step, and by a
+    # skipped one whose loss was not finite: the state stays the one of a
+    # run without that batch.
+    ntv = [ops.where(hold, a, b) for a, b in zip(old_ntv, ntv)]
     logs, mv = _metrics(
         model, mv, unscaled, counted, (x, y, y_pred, sample_weight)
     )
@@ -169,7 +174,8 @@ def run(model, plan, state, counters, data):
 
 def _update(model, plan, tv, ov, grads, loss, counters):
     """The policy's update, selected by the gate: applied, skipped, or
-    failed (nothing changes, and the counters name the step)."""
+    failed (nothing changes, and the counters name the step); and whether
+    the forward pass's updates are held too."""
     optimizer = model.optimizer
     inner = _keras_optimizer.inner_optimizer(optimizer)
     mapping = list(zip(model.trainable_variables, tv))
@@ -199,9 +205,13 @@ def _update(model, plan, tv, ov, grads, loss, counters):
         counters,
         recorded,
     )
+    hold = ops.logical_or(
+        keep,
+        ops.logical_and(ops.logical_not(counted), ops.logical_not(loss_finite)),
+    )
     counted = ops.logical_and(counted, ops.logical_not(keep))
     n = len(tv)
-    return values[:n], values[n:], counted, counters
+    return values[:n], values[n:], counted, counters, hold
 
 
 def _selected(keep, ok, old, applied, not_applied):

@@ -1,10 +1,11 @@
 """The JAX backend's train function: the compiled step, its counters,
-and the numeric check's verdict read after each call."""
+and the numeric check's verdict, read one call late."""
 
 import functools
 import math
 
 import jax
+import keras
 import numpy as np
 
 from keras_slim import errors
@@ -20,10 +21,14 @@ class TrainFunction:
     One call runs `model.steps_per_execution` compiled steps (fewer when
     the iterator ends), as Keras's own. The step cannot assert under
     `jit`: it applies nothing on a failing update and records the step in
-    its counters, which keep every later step of the call from applying
-    anything; after the call the counters are read on the host (one
-    device-to-host read per call) and `NanLossDuringTrainingError` is
-    raised with the state the call returned, unchanged since the failure.
+    its counters, which keep every later step from applying anything.
+    The verdict is read on the host one call late, once the next call is
+    dispatched and only if it is ready (the host never waits for the
+    device there), and at every state sync (`check`, which
+    `SlimModel.jax_state_sync` calls at the end of each epoch, of `fit`
+    and of `train_on_batch`).
+    `NanLossDuringTrainingError` is raised with the model holding the
+    state the calls returned, unchanged since the failure.
 
     Args:
         model: The `SlimModel`, compiled and built.
@@ -39,7 +44,7 @@ class TrainFunction:
     def __init__(self, model, plan):
         self._model = model
         self.plan = plan
-        self.counters = step_lib.initial_counters()
+        self.counters = _placed(step_lib.initial_counters())
         self._step = self._compile()
 
     def _compile(self):
@@ -49,35 +54,149 @@ class TrainFunction:
         out_shardings = None
         if jax_keras.distribution() is not None:
             shardings = jax_keras.state_shardings(self._model)
-            out_shardings = (None, shardings, None)
+            # The counters come back as they went in (replicated), so the
+            # first call's program is the next calls' too.
+            counters = jax.tree_util.tree_map(
+                lambda v: v.sharding, self.counters
+            )
+            out_shardings = (None, shardings, counters)
         return jax.jit(step, donate_argnums=0, out_shardings=out_shardings)
 
     def __call__(self, state, iterator):
-        counters = self.counters
-        logs, state, counters = self._step(state, counters, next(iterator))
+        run = getattr(self._model, "_keras_slim_run", None)
+        if run is not None and run.trace_step is not None:
+            return self._traced(run, state, iterator)
+        if run is not None and _steered(run, self._model.steps_per_execution):
+            if _rolling_back(run):
+                return self._call_rolling_back(run, state, iterator)
+            return self._call_in_run(run, state, iterator)
+        previous = self.counters
+        logs, state, counters = self._step(state, previous, next(iterator))
+        read = 1
         for _ in range(self._model.steps_per_execution - 1):
             try:
                 data = next(iterator)
             except StopIteration:
                 break
             logs, state, counters = self._step(state, counters, data)
+            read += 1
         self.counters = counters
-        # One transfer of the counters: indexing the device array first
-        # would run one more operation per call (about 0.3 ms on a CPU).
-        failed = int(np.asarray(counters.ints)[step_lib.FAILED])
+        if run is not None:
+            run.ran(read, read)
+            run.logs = logs
+        # The previous call's verdict, read once this call is dispatched,
+        # if its steps are done: the host never waits here. A failure is
+        # sticky (no later step applies anything, every later call's
+        # counters say so), so a verdict not read now is read at the next
+        # call or at the next sync (`check`), the state returned here still
+        # the one from before the failure.
+        failed = _failed_step(previous) if previous.ints.is_ready() else 0
         if failed:
             jax_keras.attach_state(self._model, state)
-            self.counters = step_lib.Counters(
-                ints=counters.ints.at[step_lib.FAILED].set(0),
-                error=counters.error,
-            )
-            raise _error(failed, counters.error)
+            raise self._error(failed, previous)
+        return logs, state
+
+    def _traced(self, run, state, iterator):
+        """A call `Trace` profiles, named in the trace by the global step
+        it traces (`jax.profiler.StepTraceAnnotation`)."""
+        step, run.trace_step = run.trace_step, None
+        try:
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                return self(state, iterator)
+        finally:
+            run.trace_step = step
+
+    def _call_in_run(self, run, state, iterator):
+        """A call the run steers: it passes over batches (a resumed run
+        catching up with its position), stops at a step (`StopAtStep`), or
+        runs none (a run at its target). Batches passed over are read and
+        dropped; a stop reads no batch past it."""
+        logs, counters = run.logs, self.counters
+        read = ran = 0
+        if not run.halted:
+            for _ in range(self._model.steps_per_execution):
+                stop = run.stop_batches
+                if stop is not None and run.batches + ran >= stop:
+                    break
+                try:
+                    data = next(iterator)
+                except StopIteration:
+                    if read:
+                        break
+                    raise
+                read += 1
+                if run.skip_batches:
+                    run.skip_batches -= 1
+                    continue
+                logs, state, counters = self._step(state, counters, data)
+                ran += 1
+        self.counters = counters
+        run.ran(read, ran)
+        run.logs = logs
+        if _failed_step(counters):
+            jax_keras.attach_state(self._model, state)
+            self.check()  # raises, or passes over it (a rollback)
+        return (logs if logs is not None else {}), state
+
+    def check(self):
+        """Raises for a failure the last call recorded, once; the caller
+        has synced the state the call returned into the model.
+
+        Raises:
+            NanLossDuringTrainingError: naming the step that failed.
+        """
+        failed = _failed_step(self.counters)
+        if not failed:
+            return
+        run = getattr(self._model, "_keras_slim_run", None)
+        if run is not None and run.rollbacks_left:
+            run.rolled_back(_error(failed, self.counters.error))
+            self.counters = _cleared(self.counters)
+            return
+        raise self._error(failed, self.counters)
+
+    def _error(self, failed, counters):
+        """The error of the failed step, the flag cleared so that it is
+        raised once."""
+        self.counters = _cleared(self.counters)
+        return _error(failed, counters.error)
+
+    def _call_rolling_back(self, run, state, iterator):
+        """A call under `NanLossGuard(rollback=n)` (one step a call): the
+        previous call's verdict is read (waiting for it); if its step
+        failed, it changed nothing and neither did this one (a failure is
+        sticky), so this call's batch runs again from the same state with
+        the failure cleared: the run goes on as if the bad batch had not
+        been there."""
+        previous = self.counters
+        data = next(iterator)
+        logs, state, counters = self._step(state, previous, data)
+        failed = _failed_step(previous)
+        if failed:
+            run.rolled_back(_error(failed, previous.error))
+            logs, state, counters = self._step(state, _cleared(previous), data)
+        self.counters = counters
+        run.ran(1, 1)
+        run.logs = logs
         return logs, state
 
     def reset(self):
         """Starts the counters again from zero (each `fit` counts its
         own skipped steps)."""
-        self.counters = step_lib.initial_counters()
+        self.counters = _placed(step_lib.initial_counters())
+
+    def restore_counters(self, ints, error):
+        """Sets the counters a checkpoint saved (`Checkpoints`).
+
+        Args:
+            ints: The five ints of `Counters.ints`.
+            error: The two floats of `Counters.error`.
+        """
+        counters = step_lib.Counters(
+            ints=jax.numpy.asarray(ints, "int32"),
+            error=jax.numpy.asarray(error, "float32"),
+        )
+        self.counters = _placed(counters)
 
     def skipped_steps(self):
         """`(count, first, last)` of the steps skipped since the last
@@ -89,6 +208,53 @@ class TrainFunction:
             ints[step_lib.FIRST_SKIPPED],
             ints[step_lib.LAST_SKIPPED],
         )
+
+
+def _steered(run, steps_per_execution):
+    """Whether the run changes what this call does (rarely: the plain
+    call is the fast path)."""
+    if run.halted or run.skip_batches or run.rollbacks_left:
+        return True
+    stop = run.stop_batches
+    return stop is not None and run.batches + steps_per_execution > stop
+
+
+def _rolling_back(run):
+    """Whether this call runs its one step under a rollback's watch."""
+    stop = run.stop_batches
+    return (
+        run.rollbacks_left > 0
+        and not (run.halted or run.skip_batches)
+        and (stop is None or run.batches < stop)
+    )
+
+
+def _cleared(counters):
+    """The counters with the failure flag down, placed as they were."""
+    ints = counters.ints
+    cleared = ints.at[step_lib.FAILED].set(0)
+    return step_lib.Counters(
+        ints=jax.device_put(cleared, ints.sharding), error=counters.error
+    )
+
+
+def _failed_step(counters):
+    """The step a call's counters name as failed, 0 for none: one
+    device-to-host transfer (indexing on the device first would run one
+    more operation, about 0.3 ms on a CPU)."""
+    return int(np.asarray(counters.ints)[step_lib.FAILED])
+
+
+def _placed(counters):
+    """The counters replicated over the distribution's devices, where the
+    compiled step returns them too; as they are without a distribution."""
+    distribution = jax_keras.distribution()
+    if distribution is None:
+        return counters
+    layout = keras.distribution.TensorLayout([None], distribution.device_mesh)
+    return jax.tree_util.tree_map(
+        lambda v: keras.distribution.distribute_tensor(v, layout), counters
+    )
 
 
 def _error(step, error):

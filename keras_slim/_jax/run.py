@@ -1,0 +1,323 @@
+"""The run on JAX: what one `SlimModel.fit` call shares with its train
+function and keras_slim's callbacks, in one object."""
+
+import inspect
+import logging
+
+import keras
+import numpy as np
+
+from keras_slim import _keras
+from keras_slim import _keras_optimizer
+from keras_slim import _signals
+
+__all__ = ["Run", "of"]
+
+logger = logging.getLogger("keras_slim")
+
+
+class Run:
+    """The state of one `fit` call of a `SlimModel` on JAX.
+
+    Keras's JAX `fit` keeps the variables' values outside the variables
+    during an epoch; a callback that reads `self.model` copies all of them
+    back (`Callback.model` calls `jax_state_sync`). keras_slim's callbacks
+    read what they need here instead: the global step counted on the host
+    by the train function, the logs and state of the last call, and the
+    run's stop signals. The train function also follows the run's
+    instructions: batches to pass over on a resume (`skip_batches`) and a
+    run at its target (`halted`).
+
+    Args:
+        model: The `SlimModel` being fitted.
+
+    Attributes:
+        model: The model.
+        batches: Micro-batches the optimizer has seen (its raw
+            `iterations`), counted on the host from the first batch on;
+            `None` before it.
+        per_step: Micro-batches per global step (Keras's
+            `gradient_accumulation_steps`, else 1).
+        skip_batches: Batches the train function reads and passes over
+            without a step (a resumed run catching up with its position
+            in the epoch).
+        halted: Whether the train function runs no step and reads no batch
+            (a run already at its `StopAtStep` target).
+        stop_batches: The micro-batch count the train function stops at
+            (`stop_at`), or `None`.
+        no_step: Whether the last call of the train function ran no step.
+        batches_run: How many batches the last call ran a step on.
+        logs: The logs the last step returned (device values), or `None`.
+        trace_step: The global step `Trace` is profiling, or `None`: the
+            train function names its calls in the trace by it.
+        epoch: Keras's current epoch.
+        batch_in_epoch: Batches of the current epoch read so far.
+        epoch_ended: Whether Keras's current epoch has read all its data
+            (its `on_epoch_end` ran, not on a stop).
+        rollbacks_left: How many more failing steps the train function
+            passes over (`NanLossGuard(rollback=n)`).
+        rollbacks: The `NanLossDuringTrainingError`s passed over.
+        input_kind: What the fit reads: "arrays", "py_dataset", "a Python
+            generator", "a tf.data.Dataset", or another kind's name.
+        signals: The run's `StopSignals` (SIGTERM, SIGINT).
+        checkpoints: The run's `Checkpoints` callback, or `None`.
+        resumed_from: The checkpoint a run resumed from, or `None`.
+
+    Example:
+    ```python
+    run = keras_slim._jax.run.of(model)  # in a callback's on_train_begin
+    run.step  # the global step, without a sync
+    ```
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.batches = None
+        inner = _keras_optimizer.inner_optimizer(model.optimizer)
+        self.per_step = getattr(inner, "gradient_accumulation_steps", 0) or 1
+        self.skip_batches = 0
+        self.halted = False
+        self.no_step = False
+        self.batches_run = 0
+        self.stop_batches = None
+        self.logs = None
+        self.trace_step = None
+        self.epoch = 0
+        self.batch_in_epoch = 0
+        self.signals = _signals.StopSignals()
+        self.checkpoints = None
+        self.resumed_from = None
+        self.epoch_ended = False
+        self.rollbacks_left = 0
+        self.rollbacks = []
+        self.input_kind = "arrays"
+        self._at_end = []
+        self._tracker = None
+
+    def start(self):
+        """Reads the optimizer's step once, before the first batch runs
+        (the variables hold their values until the first call)."""
+        if self.batches is None:
+            counter = _keras_optimizer.micro_step_counter(self.model.optimizer)
+            self.batches = int(counter.value)
+
+    @property
+    def step(self):
+        """The global step (`optimizer.iterations`), from the host count."""
+        self.start()
+        return self.batches // self.per_step
+
+    def stop_at(self, step):
+        """Runs no step past the global step `step`: the train function
+        stops there, whatever `steps_per_execution`, and a run already
+        there reads no batch.
+
+        Args:
+            step: The global step to stop at.
+        """
+        self.stop_batches = step * self.per_step
+        self.halted = self.batches >= self.stop_batches
+
+    def at_end(self, function):
+        """Calls `function()` when the fit ends, however it ends (Keras
+        calls no callback when a step or a callback raised)."""
+        self._at_end.append(function)
+
+    def close(self):
+        """Runs the `at_end` functions, newest first, and releases the
+        signals."""
+        while self._at_end:
+            self._at_end.pop()()
+        self.signals.release()
+
+    def check(self):
+        """Raises now for a step that failed the numeric check, if one
+        did (the train function reads the verdict one call late
+        otherwise): one host read.
+
+        Raises:
+            NanLossDuringTrainingError: naming the step.
+        """
+        self.model.train_function.check()
+
+    def counters_to_json(self):
+        """The step's counters (skipped steps, the loss scale's
+        overflows), as JSON lists."""
+        counters = self.model.train_function.counters
+        return {
+            "ints": np.asarray(counters.ints).tolist(),
+            "error": np.asarray(counters.error).tolist(),
+        }
+
+    def counters_from(self, saved):
+        """Restores the step's counters `counters_to_json` gave."""
+        self.model.train_function.restore_counters(
+            saved["ints"], saved["error"]
+        )
+
+    def rolled_back(self, error):
+        """Counts a failing step passed over (`NanLossGuard(rollback=n)`):
+        it did not advance the optimizer's step, and is logged.
+
+        Args:
+            error: Its `NanLossDuringTrainingError`.
+        """
+        self.rollbacks_left -= 1
+        self.rollbacks.append(error)
+        self.batches -= 1
+        logger.warning(
+            "Non-finite %s at global step %d (epoch %d, batch %d of the "
+            "epoch): the step changed nothing; going on from the state "
+            "before it, past that batch (rollback %d of %d).",
+            error.cause,
+            error.step,
+            self.epoch,
+            self.batch_in_epoch - 1,
+            len(self.rollbacks),
+            len(self.rollbacks) + self.rollbacks_left,
+        )
+
+    def loss_totals(self):
+        """The loss tracker's `(total, count)` as of the last call, on the
+        host (two numbers read): the loss of the steps between two reads
+        is the difference's ratio, their examples its count.
+
+        Returns:
+            A numpy array of two floats.
+        """
+        if self._tracker is None:
+            tracker = _keras.loss_tracker(self.model)
+            positions = {
+                id(v): i for i, v in enumerate(self.model.metrics_variables)
+            }
+            self._tracker = [
+                positions[id(tracker.total)],
+                positions[id(tracker.count)],
+            ]
+        metrics = self.state()[3]
+        return np.array([float(metrics[i]) for i in self._tracker])
+
+    def loss_scale(self):
+        """The loss scale of a `LossScaleOptimizer` as of the last call, or
+        `None` (one host read)."""
+        optimizer = self.model.optimizer
+        scale = getattr(optimizer, "dynamic_scale", None)
+        if scale is None:
+            return None
+        index = next(i for i, v in enumerate(optimizer.variables) if v is scale)
+        return float(self.state()[2][index])
+
+    def ran(self, batches_read, batches_run):
+        """Counts one call of the train function.
+
+        Args:
+            batches_read: Batches the call took from the iterator.
+            batches_run: How many of them ran a step.
+        """
+        self.batches += batches_run
+        self.batches_run = batches_run
+        self.batch_in_epoch += batches_read
+        self.no_step = batches_run == 0
+
+    def state(self):
+        """The values of the model's four variable lists as of the last
+        call: what Keras's loop holds during an epoch, else the
+        variables'.
+
+        Returns:
+            `(trainable, non_trainable, optimizer, metrics)` lists.
+        """
+        held = getattr(self.model, "_jax_state", None)
+        model = self.model
+        if held and not getattr(model, "_jax_state_synced", True):
+            names = ("trainable", "non_trainable", "optimizer", "metrics")
+            return tuple(list(held[f"{n}_variables"]) for n in names)
+        return (
+            [v.value for v in model.trainable_variables],
+            [v.value for v in model.non_trainable_variables],
+            [v.value for v in model.optimizer.variables],
+            [v.value for v in model.metrics_variables],
+        )
+
+
+def of(model):
+    """The current run of a `SlimModel` being fitted on JAX.
+
+    Args:
+        model: The model a callback was set to.
+
+    Returns:
+        The `Run`.
+
+    Raises:
+        ValueError: for a model that is not a `SlimModel`, or outside its
+            `fit`.
+    """
+    run = getattr(model, "_keras_slim_run", None)
+    if isinstance(run, Run):
+        return run
+    if not hasattr(model, "step_plan"):
+        raise ValueError(
+            "Invalid value for argument `model`: a "
+            f"{type(model).__name__}. On Keras's JAX backend keras_slim's "
+            "callbacks follow the step of a keras_slim.SlimModel: build "
+            "the model as keras_slim.SlimModel(inputs, outputs) (with no "
+            "policy it trains as keras.Model does)."
+        )
+    raise RuntimeError(
+        "keras_slim's callbacks run inside SlimModel.fit; call model.fit "
+        "with them in `callbacks`."
+    )
+
+
+def input_kind(x):
+    """What a `fit` reads, by the kind of its `x`: "arrays" (NumPy or JAX
+    arrays, lists or dicts of them), "py_dataset", or a name for the
+    others (whose position cannot be saved exactly).
+
+    Args:
+        x: `fit`'s `x`.
+
+    Returns:
+        A string.
+    """
+    if isinstance(x, keras.utils.PyDataset):
+        return "py_dataset"
+    module = type(x).__module__ or ""
+    if module.startswith("tensorflow"):
+        return "a tf.data.Dataset"
+    if inspect.isgenerator(x) or (
+        hasattr(x, "__next__") and hasattr(x, "__iter__")
+    ):
+        return "a Python generator"
+    if module.startswith(("grain", "torch")):
+        return f"a {type(x).__name__}"
+    return "arrays"
+
+
+class Tracker(keras.callbacks.Callback):
+    """The first callback of a `SlimModel.fit` on JAX: keeps the run's
+    epoch and host step. It never reads `self.model` (which would sync the
+    state); it holds the run.
+
+    Args:
+        run: The fit's `Run`.
+    """
+
+    def __init__(self, run):
+        super().__init__()
+        self._run = run
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._run.epoch = epoch
+        self._run.batch_in_epoch = 0
+        self._run.epoch_ended = False
+
+    def on_epoch_end(self, epoch, logs=None):
+        # Keras ends the epoch on a stop too (`StopAtStep`): its data is
+        # then not all read, unless the stop fell on its last batch (the
+        # batch count says so, where it is known).
+        self._run.epoch_ended = not self._model.stop_training
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._run.start()
