@@ -1,5 +1,6 @@
 """Reading the checkpoints a warm start accepts, one reader per format."""
 
+import importlib
 import io
 import os
 import re
@@ -206,11 +207,14 @@ def resolve(checkpoint):
     Raises:
         FileNotFoundError: if nothing is at `checkpoint` (a file of a
             checkpoint, `.index` or `.data-...`, names its prefix).
+        ImportError: for a TF checkpoint (a directory or a prefix) when
+            TensorFlow cannot be imported, saying it is needed.
         ValueError: for a file that is not a checkpoint, or a truncated or
             damaged one (`damaged`); its `read` raises the same.
     """
     path = checks.path("checkpoint", checkpoint)
     if os.path.isdir(path):
+        _require_tensorflow(path)
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
             raise FileNotFoundError(
@@ -222,9 +226,28 @@ def resolve(checkpoint):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"The Keras file {path!r} does not exist.")
         return _open(KerasReader, path, _FILE_ERRORS)
+    _require_tensorflow(path)
     if not tf.io.gfile.exists(path + ".index"):
-        raise FileNotFoundError(_not_found(path))
+        raise FileNotFoundError(_not_found(path, tf.io.gfile.exists))
     return _open(_prefix_reader, path, _tf_read_errors())
+
+
+def _require_tensorflow(path):
+    """Imports TensorFlow, which reads TF checkpoints, or says it is
+    needed (a path with nothing at it is not found, as with it)."""
+    try:
+        importlib.import_module("tensorflow")
+    except ImportError as error:
+        there = os.path.exists(path) or os.path.exists(path + ".index")
+        if "://" not in path and not there:
+            raise FileNotFoundError(_not_found(path, os.path.exists)) from None
+        raise ImportError(
+            f"Reading the checkpoint {path!r} needs TensorFlow, which "
+            f"cannot be imported in this process ({error}). Install it "
+            "(`pip install tensorflow-cpu`) to read TF1, TF2 and TF-Slim "
+            "checkpoints, or pass a Keras .weights.h5 / .keras file, which "
+            "reads without it."
+        ) from error
 
 
 def _open(reader, path, errors):
@@ -243,11 +266,11 @@ def _prefix_reader(path):
     return TF1Reader(path, reader)
 
 
-def _not_found(path):
+def _not_found(path, exists):
     """Why there is no checkpoint at `path`, naming its prefix when `path`
-    is one of a checkpoint's files."""
+    is one of a checkpoint's files (`exists`: whether a file is there)."""
     prefix = _CHECKPOINT_FILE.match(path)
-    if prefix and tf.io.gfile.exists(prefix.group(1) + ".index"):
+    if prefix and exists(prefix.group(1) + ".index"):
         return (
             f"No checkpoint at {path!r}: it is a file of the checkpoint "
             f"{prefix.group(1)!r}. Pass that prefix, without "

@@ -226,6 +226,14 @@ def micro_step_counter(optimizer):
     return inner_optimizer(optimizer)._iterations
 
 
+def configured_learning_rate(optimizer):
+    """What the optimizer was given as its learning rate: a schedule, a
+    variable or a callable (`BaseOptimizer._learning_rate`; the public
+    `learning_rate` evaluates it, reading the variables that Keras's JAX
+    `fit` holds outside the model during an epoch)."""
+    return inner_optimizer(optimizer)._learning_rate
+
+
 def accumulators(optimizer, variables):
     """The gradient accumulators Keras made for `variables` when it built
     an optimizer with `gradient_accumulation_steps`

@@ -11,6 +11,7 @@ import types
 import keras
 import numpy as np
 
+from keras_slim import _backend
 from keras_slim import _keras_optimizer
 from keras_slim import _strategy
 from keras_slim import checks
@@ -308,14 +309,13 @@ def checked(model, args):
             "The model is not compiled. Call `model.compile(optimizer, "
             "loss)` before keras_slim.train."
         )
-    from keras_slim._step import apply  # TensorFlow's step
+    if _backend.is_tensorflow():
+        from keras_slim._step import apply  # TensorFlow's step
 
-    # Before the learning rate, which a MultiOptimizer does not have.
-    apply.check(model.optimizer)
+        # Before the learning rate, which a MultiOptimizer does not have.
+        apply.check(model.optimizer)
     _check_learning_rate(model.optimizer)
-    _check_startup_delay(
-        settings.startup_delay_steps, model.distribute_strategy
-    )
+    _check_startup_delay(settings.startup_delay_steps, model)
     callbacks = settings.callbacks
     if callbacks is not None and not all(
         isinstance(c, keras.callbacks.Callback) for c in callbacks
@@ -326,8 +326,17 @@ def checked(model, args):
     return settings
 
 
-def _check_startup_delay(delay, strategy):
-    mode = _strategy.mode(strategy)
+def _check_startup_delay(delay, model):
+    if delay > 0 and not _backend.is_tensorflow():
+        raise ValueError(
+            "`startup_delay_steps` staggers asynchronous workers on "
+            "parameter servers, which Keras's JAX backend does not have: "
+            "its devices run one synchronous step. Received: "
+            f"startup_delay_steps={delay}"
+        )
+    if not _backend.is_tensorflow():
+        return
+    mode = _strategy.mode(model.distribute_strategy)
     if delay > 0 and mode.workers_in_lockstep:
         raise ValueError(
             "`startup_delay_steps` must be 0 under a synchronous "

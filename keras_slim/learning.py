@@ -185,8 +185,12 @@ def train(
             space resumes from the last one.
         RuntimeError: before any step, when another process trains in
             `logdir`.
-        RuntimeError: off Keras's TensorFlow backend (`KERAS_BACKEND=jax`),
-            naming what to use there instead.
+
+    On Keras's JAX backend the same call trains a `keras_slim.SlimModel`
+    with the JAX services (docs/tutorials/training_services.md, "On
+    JAX"): `data` is arrays, a `keras.utils.PyDataset`, a generator, or a
+    `tf.data.Dataset` where TensorFlow is installed; `startup_delay_steps`
+    must be 0 (no parameter servers there).
 
     Example:
     ```python
@@ -200,11 +204,10 @@ def train(
     )
     ```
     """
-    _backend.require_tensorflow(
-        "keras_slim.train",
-        "model.fit with Keras's callbacks (keras.callbacks.BackupAndRestore, "
-        "TensorBoard, TerminateOnNaN)",
-    )
+    if not _backend.is_tensorflow():
+        from keras_slim._jax import learning as jax_learning
+
+        return jax_learning.train(model, dict(locals()))
     settings = _train_checks.checked(model, dict(locals()))
     strategy = model.distribute_strategy
     chief = _strategy.is_chief(strategy, override=is_chief)

@@ -49,6 +49,22 @@ def test_fit_calls_the_train_function_with_the_state_and_syncs_it_last():
         assert f'"{key}", None' in sync, key
 
 
+def test_every_state_sync_point_calls_jax_state_sync():
+    # SlimModel reads the numeric check's verdict in its jax_state_sync:
+    # fit's end of epoch (before validation and on_epoch_end), its
+    # `finally`, train_on_batch, and Callback.model all call it.
+    fit = inspect.getsource(jax_trainer.JAXTrainer.fit)
+    loop_end = fit.index("self.jax_state_sync()")
+    assert loop_end < fit.index("self.evaluate(")
+    assert loop_end < fit.index("callbacks.on_epoch_end(")
+    batch = inspect.getsource(jax_trainer.JAXTrainer.train_on_batch)
+    assert "self.jax_state_sync()" in batch
+    from keras.src.callbacks import callback
+
+    model = inspect.getsource(callback.Callback.model.fget)
+    assert "jax_state_sync()" in model
+
+
 def test_attach_state_is_what_the_sync_reads():
     x, y = helpers.data(16)
     model = helpers.compile_model(helpers.mlp())
@@ -110,3 +126,35 @@ def test_the_optimizer_internals_of_the_jax_step():
     assert lso.dynamic_scale in lso.variables
     assert lso.step_counter in lso.variables
     assert lso.dynamic_growth_steps > 0
+
+
+def test_a_callback_sets_the_epoch_fit_starts_at_after_train_begin():
+    # Checkpoints resumes a run at its saved epoch through
+    # `model._initial_epoch` (as Keras's BackupAndRestore), which fit reads
+    # after `on_train_begin`; SlimModel.fit clears it after the fit.
+    fit = inspect.getsource(jax_trainer.JAXTrainer.fit)
+    begin = fit.index("callbacks.on_train_begin()")
+    assert fit.index("self._initial_epoch or initial_epoch") > begin
+    from keras.src.callbacks import callback
+
+    setter = inspect.getsource(callback.Callback.set_model)
+    assert "self._model = model" in setter
+
+
+def test_orbax_step_names_are_the_protocol_checkpoint_store_implements():
+    from orbax.checkpoint._src.path import step as orbax_step
+
+    protocol = orbax_step.NameFormat
+    for name in ("build_name", "find_all", "find_step"):
+        assert hasattr(protocol, name), name
+    metadata = orbax_step.Metadata(step=3, path="/tmp/x")
+    assert metadata.step == 3
+
+
+def test_the_configured_learning_rate_is_what_the_optimizer_evaluates():
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    optimizer = keras.optimizers.SGD(schedule)
+    assert _keras_optimizer.configured_learning_rate(optimizer) is schedule
+    constant = keras.optimizers.SGD(0.25)
+    rate = _keras_optimizer.configured_learning_rate(constant)
+    assert float(rate) == float(constant.learning_rate) == 0.25

@@ -4,12 +4,35 @@ import contextlib
 import os
 import uuid
 
+from keras_slim import _backend
 from keras_slim._backend import tensorflow as tf
 
 
-def _nearest_existing(directory):
+class _LocalFiles:
+    """`tf.io.gfile`'s few functions used here, on the local file system
+    (off the TensorFlow backend, where no TensorFlow is imported)."""
+
+    exists = staticmethod(os.path.exists)
+    isdir = staticmethod(os.path.isdir)
+    remove = staticmethod(os.remove)
+    GFile = staticmethod(open)
+
+    @staticmethod
+    def makedirs(path):
+        os.makedirs(path, exist_ok=True)
+
+
+def _files():
+    """The file functions and their errors: TensorFlow's (which also reach
+    gs:// and hdfs://) on its backend, the local ones elsewhere."""
+    if _backend.is_tensorflow():
+        return tf.io.gfile, (OSError, tf.errors.OpError)
+    return _LocalFiles, (OSError,)
+
+
+def _nearest_existing(directory, gfile):
     path = os.path.abspath(directory)
-    while not tf.io.gfile.exists(path):
+    while not gfile.exists(path):
         parent = os.path.dirname(path)
         if parent == path:
             break
@@ -31,22 +54,23 @@ def check_writable(name, directory, *, what, create):
     Raises:
         ValueError: naming `directory`, when it cannot be created or written.
     """
+    gfile, errors = _files()
     try:
         if create:
-            tf.io.gfile.makedirs(directory)
+            gfile.makedirs(directory)
             target = directory
         else:
-            target = _nearest_existing(directory)
-            if not tf.io.gfile.isdir(target):
+            target = _nearest_existing(directory, gfile)
+            if not gfile.isdir(target):
                 raise NotADirectoryError(f"{target!r} is not a directory")
         probe = os.path.join(target, f".keras_slim_probe_{uuid.uuid4().hex}")
         try:
-            with tf.io.gfile.GFile(probe, "w") as f:
+            with gfile.GFile(probe, "w") as f:
                 f.write("x")  # A byte: an empty file fits on a full disk.
         finally:
-            with contextlib.suppress(OSError, tf.errors.OpError):
-                tf.io.gfile.remove(probe)
-    except (OSError, tf.errors.OpError) as error:
+            with contextlib.suppress(*errors):
+                gfile.remove(probe)
+    except errors as error:
         raise ValueError(
             f"Invalid value for argument `{name}`: {what} cannot be written "
             f"there ({type(error).__name__}: {error}). Received: "

@@ -13,6 +13,23 @@ from keras_slim.callbacks.step_callback import StepCallback
 logger = logging.getLogger("keras_slim")
 
 
+def log_step(step, loss, sec_per_step, examples):
+    """Logs TF-Slim's line of one step (with its examples/sec, if known).
+
+    Args:
+        step: The global step.
+        loss: The step's loss.
+        sec_per_step: Wall seconds per step since the last line.
+        examples: The step's examples, or `None`.
+    """
+    line = "global step %d: loss = %.4f (%.3f sec/step)"
+    args = [step, loss, sec_per_step]
+    if examples and sec_per_step > 0:
+        line += ", %.1f examples/sec"
+        args.append(examples / sec_per_step)
+    logger.info(line, *args)
+
+
 class LogEveryNSteps(StepCallback):
     """Logs the loss of the step at global steps that are multiples of n.
 
@@ -119,12 +136,7 @@ class LogEveryNSteps(StepCallback):
         return sec_per_step
 
     def _log(self, step, loss, sec_per_step, examples):
-        line = "global step %d: loss = %.4f (%.3f sec/step)"
-        args = [step, loss, sec_per_step]
-        if examples and sec_per_step > 0:
-            line += ", %.1f examples/sec"
-            args.append(examples / sec_per_step)
-        logger.info(line, *args)
+        log_step(step, loss, sec_per_step, examples)
 
     def step_multiples(self, model):
         """The log interval, or any steps per call for a model recording

@@ -14,6 +14,56 @@ from keras_slim.model import SlimModel
 logger = logging.getLogger("keras_slim")
 
 
+def log_overflows(count, first, last, scale):
+    """Logs (INFO) the steps skipped so far for a float16 loss-scale
+    overflow.
+
+    Args:
+        count: How many.
+        first: The first one's global step.
+        last: The last one's global step.
+        scale: The loss scale now.
+    """
+    logger.info(
+        "%d step%s skipped so far for a float16 loss-scale overflow "
+        "(first at global step %d, last at %d): no variable changed "
+        "at those steps but the loss scale, now %g; the global step "
+        "advanced and training goes on.",
+        count,
+        "" if count == 1 else "s",
+        first,
+        last,
+        scale,
+    )
+
+
+def log_skipped(count, first, last, overflow_count):
+    """Warns about the steps skipped so far for a non-finite loss or
+    gradient (`fail=False`).
+
+    Args:
+        count: How many, overflows included.
+        first: The first one's global step.
+        last: The last one's global step.
+        overflow_count: How many of them were loss-scale overflows, or
+            `None` without a loss scale.
+    """
+    of_them = ""
+    if overflow_count is not None:
+        of_them = f", {overflow_count} of them float16 loss-scale overflows"
+    logger.warning(
+        "%d step%s skipped so far%s: loss or gradient not finite "
+        "(first at global step %d, last at %d). No variable changed at "
+        "those steps; the global step advanced and training goes on "
+        "(fail=False).",
+        count,
+        "" if count == 1 else "s",
+        of_them,
+        first,
+        last,
+    )
+
+
 class NanLossGuard(RunCallback):
     """Stops training, or goes on, when the loss or gradient is not finite.
 
@@ -267,13 +317,8 @@ class NanLossGuard(RunCallback):
             return
         if not self._due(final, self._overflows_logged_at):
             return
-        logger.info(
-            "%d step%s skipped so far for a float16 loss-scale overflow "
-            "(first at global step %d, last at %d): no variable changed "
-            "at those steps but the loss scale, now %g; the global step "
-            "advanced and training goes on.",
+        log_overflows(
             count,
-            "" if count == 1 else "s",
             first,
             last,
             float(self.model.optimizer.dynamic_scale.numpy()),
@@ -292,19 +337,11 @@ class NanLossGuard(RunCallback):
             return
         if not self._due(final, self._warned_at):
             return
-        of_them = ""
-        if overflows is not None:
-            of_them = f", {overflow_count} of them float16 loss-scale overflows"
-        logger.warning(
-            "%d step%s skipped so far%s: loss or gradient not finite "
-            "(first at global step %d, last at %d). No variable changed at "
-            "those steps; the global step advanced and training goes on "
-            "(fail=False).",
+        log_skipped(
             count,
-            "" if count == 1 else "s",
-            of_them,
             first,
             last,
+            overflow_count if overflows is not None else None,
         )
         self._reported = count - overflow_count
         self._warned_at = self._clock()

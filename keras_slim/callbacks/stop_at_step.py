@@ -5,6 +5,35 @@ from keras_slim import checks
 from keras_slim.callbacks.step_callback import StepCallback
 
 
+def check_target(num_steps, last_step):
+    """`StopAtStep`'s arguments, checked (one of them set, valid).
+
+    Args:
+        num_steps: Positive integer or `None`.
+        last_step: Non-negative integer or `None`.
+
+    Returns:
+        `(num_steps, last_step)`, as ints or `None`.
+
+    Raises:
+        ValueError: unless exactly one is set, and valid.
+    """
+    if (num_steps is None) == (last_step is None):
+        raise ValueError(
+            "Exactly one of `num_steps` and `last_step` must be set. "
+            f"Received: num_steps={num_steps!r}, last_step={last_step!r}"
+        )
+    if num_steps is not None:
+        num_steps = checks.positive_int("num_steps", num_steps)
+    if last_step is not None:
+        if not checks.is_int(last_step) or last_step < 0:
+            raise checks.invalid(
+                "last_step", last_step, "a non-negative integer"
+            )
+        last_step = int(last_step)
+    return num_steps, last_step
+
+
 class StopAtStep(StepCallback):
     """Stops `fit` after a number of steps or at a global step.
 
@@ -49,21 +78,7 @@ class StopAtStep(StepCallback):
             "fit's epochs and steps_per_epoch",
         )
         super().__init__()
-        if (num_steps is None) == (last_step is None):
-            raise ValueError(
-                "Exactly one of `num_steps` and `last_step` must be set. "
-                f"Received: num_steps={num_steps!r}, last_step={last_step!r}"
-            )
-        if num_steps is not None:
-            num_steps = checks.positive_int("num_steps", num_steps)
-        if last_step is not None:
-            if not checks.is_int(last_step) or last_step < 0:
-                raise checks.invalid(
-                    "last_step", last_step, "a non-negative integer"
-                )
-            last_step = int(last_step)
-        self.num_steps = num_steps
-        self.last_step = last_step
+        self.num_steps, self.last_step = check_target(num_steps, last_step)
 
     def step_multiples(self, model):
         if self.num_steps:

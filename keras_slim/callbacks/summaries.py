@@ -48,6 +48,48 @@ def _learning_rate(optimizer):
     return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
 
 
+def check_arguments(
+    logdir, *, every_n_steps, every_n_secs, histograms, gradients,
+    activations, clock,
+):  # fmt: skip
+    """`Summaries`' arguments, checked (on either backend).
+
+    Args:
+        logdir: A non-empty path.
+        every_n_steps: Positive integer or `None`.
+        every_n_secs: Positive number or `None`.
+        histograms: A bool.
+        gradients: A bool.
+        activations: A bool, or a list of layer names.
+        clock: A function returning seconds.
+
+    Returns:
+        `(logdir, trigger, histograms, gradients, activations)`: the path
+        as a str, an `IntervalTrigger` of the two intervals on `clock`,
+        the flags (`activations` as a bool or a tuple of names).
+
+    Raises:
+        ValueError: naming the first argument that is not valid.
+
+    Example:
+    ```python
+    logdir, trigger, *flags = check_arguments(
+        "/tmp/run", every_n_steps=100, every_n_secs=None, histograms=False,
+        gradients=False, activations=False, clock=time.monotonic,
+    )
+    ```
+    """
+    return (
+        checks.path("logdir", logdir),
+        IntervalTrigger(
+            every_n_steps=every_n_steps, every_n_secs=every_n_secs, clock=clock
+        ),
+        checks.boolean("histograms", histograms),
+        checks.boolean("gradients", gradients),
+        checks.boolean_or_names("activations", activations),
+    )
+
+
 class Summaries(StepCallback):
     """Writes TensorBoard summaries every n steps and/or every n seconds.
 
@@ -148,16 +190,22 @@ class Summaries(StepCallback):
             "keras.callbacks.TensorBoard",
         )
         super().__init__()
-        self.logdir = checks.path("logdir", logdir)
         self._clock = clock or time.monotonic
-        self._trigger = IntervalTrigger(
+        (
+            self.logdir,
+            self._trigger,
+            self.histograms,
+            self.gradients,
+            self.activations,
+        ) = check_arguments(
+            logdir,
             every_n_steps=every_n_steps,
             every_n_secs=every_n_secs,
+            histograms=histograms,
+            gradients=gradients,
+            activations=activations,
             clock=self._clock,
         )
-        self.histograms = checks.boolean("histograms", histograms)
-        self.gradients = checks.boolean("gradients", gradients)
-        self.activations = checks.boolean_or_names("activations", activations)
         self._writer = None
         self._in_step = None
 
