@@ -88,6 +88,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/command_input.py
 	$(BIN)/python bench/command_start.py --baseline c07c68e --rounds 7
 	KERAS_BACKEND=jax $(BIN)/python bench/jax_policy_overhead.py
+	KERAS_BACKEND=jax $(BIN)/python bench/jax_services_overhead.py
 	KERAS_BACKEND=jax $(BIN)/python bench/jax_devices.py --image_size 64 \
 		--batch_size 32 --steps 10
 

@@ -199,7 +199,7 @@ def _check_arrays(x, y):
     """x and y: as many examples each, at least one."""
     lengths = {}
     for name, value in (("x", x), ("y", y)):
-        leaves = tf.nest.flatten(value)
+        leaves = keras.tree.flatten(value)
         sizes = {
             int(np.shape(leaf)[0]) if np.ndim(leaf) else 1 for leaf in leaves
         }

@@ -2,8 +2,9 @@
 keras_slim runs on Keras's JAX backend without it.
 
 `install()` puts a `sys.meta_path` finder first that makes importing
-`tensorflow` or any `tensorflow.*` module raise `ModuleNotFoundError`, as
-in an environment where TensorFlow is not installed; `prelude()` is the
+`tensorflow` or any `tensorflow.*` module raise `ModuleNotFoundError`, and
+makes `importlib.util.find_spec` answer `None` for them, as in an
+environment where TensorFlow is not installed; `prelude()` is the
 Python source that does the same first thing in a fresh process.
 
 Example:
@@ -13,6 +14,7 @@ subprocess.run([sys.executable, "-c", code], env=env, check=True)
 ```
 """
 
+import importlib.util
 import pathlib
 import sys
 
@@ -74,6 +76,20 @@ def install():
         raise RuntimeError(f"TensorFlow is imported already: {loaded[:3]}")
     if not any(isinstance(f, BlockTensorFlow) for f in sys.meta_path):
         sys.meta_path.insert(0, BlockTensorFlow())
+        importlib.util.find_spec = _find_spec_without(importlib.util.find_spec)
+
+
+def _find_spec_without(find_spec):
+    """`importlib.util.find_spec` answering `None` for TensorFlow's
+    modules, as where TensorFlow is not installed (libraries ask it before
+    they import: etils' `epath`, which orbax uses, does)."""
+
+    def without(name, package=None):
+        if blocked(name):
+            return None
+        return find_spec(name, package)
+
+    return without
 
 
 def prelude():

@@ -21,11 +21,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _script(directory, out, *args):
-    """Runs tests_jax/scripts/resume_run.py in its own process."""
+    """Runs tests_jax/scripts/resume_run.py in its own process, on 4 host
+    devices (a `DataParallel` of 4 clones)."""
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT)
     return subprocess.run(
         [sys.executable, "-m", "tests_jax.scripts.resume_run",
-         "--directory", str(directory), "--out", str(out), *args],
+         "--directory", str(directory), "--out", str(out), "--devices", "4",
+         *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 

@@ -48,3 +48,61 @@ def test_a_full_policy_trains_on_two_host_devices_without_tensorflow():
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"devices": 2, "tensorflow": [], "frozen": True}
+
+
+_TRAIN_WITH_SERVICES = """
+import json, logging, os, sys, tempfile
+os.environ["KERAS_BACKEND"] = "jax"
+import keras
+import numpy as np
+import keras_slim
+from tests_jax import helpers
+
+logging.basicConfig(level=logging.INFO)
+config = keras_slim.DeploymentConfig(num_clones=2, clone_on_cpu=True)
+x, y = helpers.data(64)
+logdir = tempfile.mkdtemp()
+weights = os.path.join(tempfile.mkdtemp(), "start.weights.h5")
+with config.strategy().scope():
+    start = helpers.compile_model(helpers.mlp(helpers.POLICIES["full"]))
+    start.save_weights(weights)
+    model = helpers.compile_model(helpers.mlp(helpers.POLICIES["full"]))
+    loss = keras_slim.train(
+        model, (x, y), logdir, number_of_steps=12, batch_size=16,
+        log_every_n_steps=4, save_summaries_steps=4, save_interval_steps=4,
+        keep_checkpoint_max=2, trace_every_n_steps=10,
+        summarize_variables=True, warm_start=weights, rollback_on_nan=1,
+    )
+print(json.dumps({
+    "step": int(model.optimizer.iterations),
+    "loss": bool(np.isfinite(loss)),
+    "files": sorted(
+        f for f in os.listdir(logdir)
+        if f.startswith(("model.ckpt", "events", "tf_trace"))
+    ),
+    "tensorflow": sorted(m for m in sys.modules if m.startswith("tensorflow")),
+}))
+"""
+
+
+def test_train_with_every_service_runs_without_tensorflow():
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    env.pop("XLA_FLAGS", None)  # DeploymentConfig sets the device count
+    result = subprocess.run(
+        [sys.executable, "-c", no_tensorflow.prelude() + _TRAIN_WITH_SERVICES],
+        cwd=no_tensorflow.ROOT, env=env, capture_output=True, text=True,
+        timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["step"] == 12 and report["loss"]
+    assert report["tensorflow"] == []
+    files = report["files"]
+    assert [f for f in files if f.startswith("model.ckpt")] == [
+        "model.ckpt-12", "model.ckpt-8",
+    ]  # fmt: skip
+    assert any(f.startswith("events.out.tfevents") for f in files), files
+    assert "tf_trace-10.json" in files, files
+    log = result.stderr
+    assert "global step 12: loss = " in log
+    assert "Warm start from " in log and "0 missing, 0 mismatched" in log

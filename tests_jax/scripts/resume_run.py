@@ -54,7 +54,9 @@ def main(argv=None):
     y = (x[:, 0] > 0).astype("int32") + (x[:, 1] > 0).astype("int32")
     scope = _nothing()
     if args.devices > 1:
-        config = keras_slim.DeploymentConfig(num_clones=args.devices)
+        config = keras_slim.DeploymentConfig(
+            num_clones=args.devices, clone_on_cpu=True
+        )
         scope = config.strategy().scope()
     with scope:
         model = _model(keras, keras_slim)

@@ -364,20 +364,20 @@ def _assign(model, state, *, metrics):
 
 
 def _finite(state):
-    """Whether every floating variable is finite (one read)."""
+    """Whether every floating variable is finite (one compiled reduction,
+    one read)."""
     leaves = [
         v
         for v in jax.tree_util.tree_leaves(state)
         if jax.numpy.issubdtype(v.dtype, jax.numpy.inexact)
     ]
-    if not leaves:
-        return True
-    return bool(
-        jax.numpy.all(
-            jax.numpy.stack(
-                [jax.numpy.all(jax.numpy.isfinite(v)) for v in leaves]
-            )
-        )
+    return not leaves or bool(_all_finite(leaves))
+
+
+@jax.jit
+def _all_finite(leaves):
+    return jax.numpy.all(
+        jax.numpy.stack([jax.numpy.all(jax.numpy.isfinite(v)) for v in leaves])
     )
 
 
