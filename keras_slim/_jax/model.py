@@ -78,11 +78,11 @@ class JaxStep:
         run = run_lib.Run(self)
         run.input_kind = run_lib.input_kind(x)
         kwargs["callbacks"] = _with_tracker(kwargs.get("callbacks"), run)
-        self._keras_slim_run = run
+        run_lib.attach(self, run)
         try:
             return keras.Model.fit(self, x, y, **kwargs)
         finally:
-            self._keras_slim_run = None
+            run_lib.attach(self, None)
             run.close()
             # A resumed run's epoch (`Checkpoints`) is this fit's only.
             self._initial_epoch = None

@@ -9,9 +9,10 @@ import numpy as np
 
 from keras_slim import _keras
 from keras_slim import _keras_optimizer
+from keras_slim import _run
 from keras_slim import _signals
 
-__all__ = ["Run", "of"]
+__all__ = ["Run", "Tracker", "attach", "current", "input_kind", "of"]
 
 logger = logging.getLogger("keras_slim")
 
@@ -240,6 +241,19 @@ class Run:
         )
 
 
+def attach(model, run):
+    """Makes `run` the model's current run (`None`: no run), on the one
+    attribute keras_slim sets on a model (`keras_slim/_run.py`'s)."""
+    setattr(model, _run._ATTRIBUTE, run)
+
+
+def current(model):
+    """The model's current `Run` on JAX, or `None` (outside its `fit`, or
+    in `train_on_batch`)."""
+    run = getattr(model, _run._ATTRIBUTE, None)
+    return run if isinstance(run, Run) else None
+
+
 def of(model):
     """The current run of a `SlimModel` being fitted on JAX.
 
@@ -253,8 +267,8 @@ def of(model):
         ValueError: for a model that is not a `SlimModel`, or outside its
             `fit`.
     """
-    run = getattr(model, "_keras_slim_run", None)
-    if isinstance(run, Run):
+    run = current(model)
+    if run is not None:
         return run
     if not hasattr(model, "step_plan"):
         raise ValueError(
@@ -306,18 +320,18 @@ class Tracker(keras.callbacks.Callback):
 
     def __init__(self, run):
         super().__init__()
-        self._run = run
+        self._fit = run
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._run.epoch = epoch
-        self._run.batch_in_epoch = 0
-        self._run.epoch_ended = False
+        self._fit.epoch = epoch
+        self._fit.batch_in_epoch = 0
+        self._fit.epoch_ended = False
 
     def on_epoch_end(self, epoch, logs=None):
         # Keras ends the epoch on a stop too (`StopAtStep`): its data is
         # then not all read, unless the stop fell on its last batch (the
         # batch count says so, where it is known).
-        self._run.epoch_ended = not self._model.stop_training
+        self._fit.epoch_ended = not self._model.stop_training
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._run.start()
+        self._fit.start()

@@ -10,6 +10,7 @@ import numpy as np
 
 from keras_slim import errors
 from keras_slim._jax import _keras as jax_keras
+from keras_slim._jax import run as run_lib
 from keras_slim._jax import step as step_lib
 
 __all__ = ["TrainFunction"]
@@ -63,7 +64,7 @@ class TrainFunction:
         return jax.jit(step, donate_argnums=0, out_shardings=out_shardings)
 
     def __call__(self, state, iterator):
-        run = getattr(self._model, "_keras_slim_run", None)
+        run = run_lib.current(self._model)
         if run is not None and run.trace_step is not None:
             return self._traced(run, state, iterator)
         if run is not None and _steered(run, self._model.steps_per_execution):
@@ -148,7 +149,7 @@ class TrainFunction:
         failed = _failed_step(self.counters)
         if not failed:
             return
-        run = getattr(self._model, "_keras_slim_run", None)
+        run = run_lib.current(self._model)
         if run is not None and run.rollbacks_left:
             run.rolled_back(_error(failed, self.counters.error))
             self.counters = _cleared(self.counters)

@@ -1,6 +1,7 @@
 """`Checkpoints` on JAX: save on intervals through orbax-checkpoint,
 resume exactly from the newest."""
 
+import importlib.metadata
 import logging
 import random
 import re
@@ -8,7 +9,6 @@ import re
 import jax
 import numpy as np
 
-import keras_slim
 from keras_slim import _checkpoint_dir
 from keras_slim import _keras_optimizer
 from keras_slim import checks
@@ -308,7 +308,7 @@ class Checkpoints(RunCallback):
             random_states = self._epoch_random or _get_random()
         return {
             "format": _FORMAT,
-            "keras_slim": keras_slim.__version__,
+            "keras_slim": _version(),
             "global_step": run.step,
             "epoch": epoch,
             "batch_in_epoch": batch,
@@ -323,6 +323,14 @@ class Checkpoints(RunCallback):
             self._store = None
         _checkpoint_dir.unlock(self._lock)
         self._lock = None
+
+
+def _version():
+    """keras_slim's installed version (the package imports this module)."""
+    try:
+        return importlib.metadata.version("keras_slim")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _names(model):
