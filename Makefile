@@ -10,10 +10,11 @@ STAMP := $(VENV)/.installed
 USER_STAMP := $(VENV)/.installed-user
 # Two workers, for 2 cores. Budget: the whole `make test` under 10 minutes
 # from a clean clone (CONTRIBUTING.md). Measured on 2 cores of an AMD
-# EPYC (Zen 3): 14:33 and 18:10 in all before the JAX suite; 35:38 with it
-# (tests/ 30:01, tests_jax/ 3:37, 38 min of CPU), beside a benchmark
-# running on the same machine. Over budget: the tests' own work is 1,400
-# to 1,790 s of CPU on TensorFlow, and the JAX suite adds about 4 minutes.
+# EPYC (Zen 3): 14:33 and 18:10 in all before the JAX suite; 28:09 with
+# it and the JAX services (tests/ 18:57, tests_jax/ 6:58, 46 min of CPU),
+# alone on the machine. Over budget: the tests' own work is 1,400 to
+# 1,790 s of CPU on TensorFlow, and the JAX suite adds about 7 minutes
+# (its resume tests run training processes, killed and rerun).
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean

@@ -127,3 +127,17 @@ def test_bad_data_and_a_plain_model_are_refused_before_any_step(tmp_path):
         keras_slim.train(plain, helpers.data(8), None, batch_size=8)
     assert int(model.optimizer.iterations) == 0
     assert not os.listdir(tmp_path)
+
+
+def test_a_dataset_is_read_as_far_as_it_goes_arrays_until_the_target():
+    # As on TensorFlow: a dataset (or a generator) once, arrays and a
+    # PyDataset pass after pass until number_of_steps.
+    tf = pytest.importorskip("tensorflow")
+    x, y = helpers.data(64)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    once = _model()
+    keras_slim.train(once, dataset, None, number_of_steps=20)
+    assert int(once.optimizer.iterations) == 8
+    repeated = _model()
+    keras_slim.train(repeated, (x, y), None, number_of_steps=20, batch_size=8)
+    assert int(repeated.optimizer.iterations) == 20

@@ -58,9 +58,13 @@ def train(model, args):
 
 
 def _repeats(settings, x):
-    """Arrays and a PyDataset are read again until a step target."""
+    """Arrays and a PyDataset are read again until a step target, as on
+    TensorFlow; a dataset or a generator as far as it goes."""
     bounded = settings.number_of_steps is not None or settings.steps
-    return bool(bounded) and not isinstance(x, collections.abc.Iterator)
+    rereadable = isinstance(x, keras.utils.PyDataset) or not (
+        isinstance(x, collections.abc.Iterator) or _kind(x) is not None
+    )
+    return bool(bounded) and rereadable
 
 
 def _data(settings):
