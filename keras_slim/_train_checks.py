@@ -172,8 +172,8 @@ def _dataset(data, batch_size, repeat):
         # Keras's fit takes generators, not other iterators.
         return (batch for batch in data)
     if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise _invalid_data(data)
-    _check_arrays(*data)
+        raise invalid_data(data)
+    check_arrays(*data)
     batch_size = checks.positive_int_or_none("batch_size", batch_size)
     if batch_size is None:
         raise ValueError(
@@ -185,7 +185,9 @@ def _dataset(data, batch_size, repeat):
     return dataset.repeat() if repeat else dataset
 
 
-def _invalid_data(data):
+def invalid_data(data):
+    """The error for `data` of a kind `train` does not take (both
+    backends' `train` raise it), naming the kinds it takes."""
     return ValueError(
         "Invalid value for argument `data`. Received: "
         f"data={reprlib.repr(data)} (of type {type(data).__name__}). "
@@ -195,7 +197,7 @@ def _invalid_data(data):
     )
 
 
-def _check_arrays(x, y):
+def check_arrays(x, y):
     """x and y: as many examples each, at least one."""
     lengths = {}
     for name, value in (("x", x), ("y", y)):

@@ -71,7 +71,7 @@ def _data(settings):
     """`(x, y, batch_size)` for `fit`, checked before any step."""
     data, batch_size = settings.data, settings.batch_size
     if isinstance(data, (tuple, list)) and len(data) == 2:
-        _train_checks._check_arrays(*data)
+        _train_checks.check_arrays(*data)
         batch_size = checks.positive_int_or_none("batch_size", batch_size)
         if batch_size is None:
             raise ValueError(
@@ -81,7 +81,7 @@ def _data(settings):
         return data[0], data[1], batch_size
     kind = _kind(data)
     if kind is None:
-        raise _train_checks._invalid_data(data)
+        raise _train_checks.invalid_data(data)
     checks.no_batch_size_for_dataset(batch_size, kind=kind)
     if isinstance(data, keras.utils.PyDataset) and len(data) == 0:
         raise ValueError(
