@@ -92,3 +92,19 @@ def assert_close(a, b, atol=1e-5, keys=None):
         np.testing.assert_allclose(
             a[key], b[key], atol=atol, rtol=0, err_msg=key
         )
+
+
+class Batches(keras.utils.PyDataset):
+    """`(x, y)` in batches of 8 by index (Keras shuffles their order when
+    `fit(shuffle=True)`)."""
+
+    def __init__(self, x, y):
+        super().__init__()
+        self.x, self.y = x, y
+
+    def __len__(self):
+        return len(self.x) // 8
+
+    def __getitem__(self, index):
+        part = slice(index * 8, (index + 1) * 8)
+        return self.x[part], self.y[part]

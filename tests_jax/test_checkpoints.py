@@ -171,21 +171,6 @@ def _fit(model, directory, epochs=1, **kwargs):
     return saver
 
 
-class _Batches(keras.utils.PyDataset):
-    """Batches of 8 by index (Keras shuffles their order)."""
-
-    def __init__(self, x, y):
-        super().__init__()
-        self.x, self.y = x, y
-
-    def __len__(self):
-        return len(self.x) // 8
-
-    def __getitem__(self, index):
-        part = slice(index * 8, (index + 1) * 8)
-        return self.x[part], self.y[part]
-
-
 def _trainable(model):
     return [np.array(v) for v in model.trainable_variables]
 
@@ -198,7 +183,7 @@ def test_a_stopped_run_rebuilt_and_continued_equals_a_straight_run(
     # again, fit again with the same Checkpoints directory; then a finished
     # run continued to more epochs. Shuffled, with dropout.
     x, y = helpers.data(64)
-    inputs = (x, y) if data == "arrays" else (_Batches(x, y), None)
+    inputs = (x, y) if data == "arrays" else (helpers.Batches(x, y), None)
 
     def fit(epochs, *callbacks):
         model = helpers.compile_model(helpers.mlp(dropout=True))

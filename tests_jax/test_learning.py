@@ -27,21 +27,6 @@ def _assert_bitwise(a, b):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
-class _Batches(keras.utils.PyDataset):
-    """Batches of 8 by index."""
-
-    def __init__(self, x, y):
-        super().__init__()
-        self.x, self.y = x, y
-
-    def __len__(self):
-        return len(self.x) // 8
-
-    def __getitem__(self, index):
-        part = slice(index * 8, (index + 1) * 8)
-        return self.x[part], self.y[part]
-
-
 def test_the_simplest_call_trains_saves_and_returns_the_last_loss(tmp_path):
     model = _model()
     loss = keras_slim.train(
@@ -89,7 +74,9 @@ def test_a_py_dataset_and_a_generator_train_like_arrays():
     arrays = _model()
     keras_slim.train(arrays, (x, y), None, number_of_steps=12, batch_size=8)
     py_dataset = _model()
-    keras_slim.train(py_dataset, _Batches(x, y), None, number_of_steps=12)
+    keras_slim.train(
+        py_dataset, helpers.Batches(x, y), None, number_of_steps=12
+    )
     _assert_bitwise(_weights(arrays), _weights(py_dataset))
     generator = _model()
     batches = ((x[i : i + 8], y[i : i + 8]) for i in range(0, 64, 8))

@@ -14,6 +14,29 @@ from keras_slim.model import SlimModel
 logger = logging.getLogger("keras_slim")
 
 
+def check_arguments(fail, rollback):
+    """`NanLossGuard`'s arguments, checked.
+
+    Args:
+        fail: A boolean.
+        rollback: A non-negative integer, 0 unless `fail`.
+
+    Returns:
+        `(fail, rollback)`.
+
+    Raises:
+        ValueError: naming the value that does not fit.
+    """
+    fail = checks.boolean("fail", fail)
+    rollback = checks.non_negative_int("rollback", rollback)
+    if rollback and not fail:
+        raise ValueError(
+            "`rollback` rolls back instead of failing: it needs "
+            f"fail=True. Received: fail=False, rollback={rollback!r}"
+        )
+    return fail, rollback
+
+
 def log_overflows(count, first, last, scale):
     """Logs (INFO) the steps skipped so far for a float16 loss-scale
     overflow.
@@ -145,13 +168,7 @@ class NanLossGuard(RunCallback):
             "keras.callbacks.TerminateOnNaN",
         )
         super().__init__()
-        self.fail = checks.boolean("fail", fail)
-        self.rollback = checks.non_negative_int("rollback", rollback)
-        if self.rollback and not self.fail:
-            raise ValueError(
-                "`rollback` rolls back instead of failing: it needs "
-                f"fail=True. Received: fail=False, rollback={rollback!r}"
-            )
+        self.fail, self.rollback = check_arguments(fail, rollback)
         self._clock = clock or time.monotonic
 
     def on_train_begin(self, logs=None):

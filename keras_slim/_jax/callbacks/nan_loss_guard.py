@@ -6,7 +6,6 @@ import time
 
 import numpy as np
 
-from keras_slim import checks
 from keras_slim._jax import step as step_lib
 from keras_slim._jax.callbacks._base import RunCallback
 from keras_slim.callbacks import nan_loss_guard
@@ -70,13 +69,9 @@ class NanLossGuard(RunCallback):
 
     def __init__(self, fail=True, *, rollback=0, clock=None):
         super().__init__()
-        self.fail = checks.boolean("fail", fail)
-        self.rollback = checks.non_negative_int("rollback", rollback)
-        if self.rollback and not self.fail:
-            raise ValueError(
-                "`rollback` rolls back instead of failing: it needs "
-                f"fail=True. Received: fail=False, rollback={rollback!r}"
-            )
+        self.fail, self.rollback = nan_loss_guard.check_arguments(
+            fail, rollback
+        )
         self._clock = clock or time.monotonic
 
     def step_options(self, model):
