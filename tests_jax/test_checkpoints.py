@@ -208,6 +208,85 @@ def test_a_stopped_run_rebuilt_and_continued_equals_a_straight_run(
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.fixture
+def mixed_float16():
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_dtype_policy("float32")
+
+
+def _accumulating():
+    return keras.optimizers.AdamW(0.01, gradient_accumulation_steps=3)
+
+
+def _scaled():
+    # The scale doubles every 2 finite steps: it moves within the run,
+    # and halves on an overflow.
+    return keras.optimizers.LossScaleOptimizer(
+        keras.optimizers.SGD(0.05, momentum=0.9),
+        initial_scale=2.0**10,
+        dynamic_growth_steps=2,
+    )
+
+
+@pytest.mark.parametrize(
+    "optimizer, stop",
+    [
+        # 8 batches an epoch, 3 a step: the first fit ends 2 micro-batches
+        # into global step 3, its sums saved.
+        (_accumulating, None),
+        (_scaled, 5),
+    ],
+    ids=["accumulation-mid-step", "loss-scale"],
+)
+def test_the_step_state_resumes_exactly(tmp_path, request, optimizer, stop):
+    if optimizer is _scaled:
+        request.getfixturevalue("mixed_float16")
+    x, y = helpers.data(64)
+
+    def fit(epochs, *callbacks):
+        model = helpers.compile_model(
+            helpers.mlp(dropout=True), optimizer=optimizer()
+        )
+        model.fit(
+            x, y, batch_size=8, epochs=epochs, shuffle=True, verbose=0,
+            callbacks=list(callbacks),
+        )  # fmt: skip
+        return model
+
+    def saver():
+        return keras_slim.callbacks.Checkpoints(
+            str(tmp_path), every_n_steps=100, every_n_secs=None
+        )
+
+    straight = fit(3)
+    first = [saver()]
+    if stop:
+        first.append(keras_slim.callbacks.StopAtStep(last_step=stop))
+    stopped = fit(1, *first)
+    continued = fit(3, saver())
+    if optimizer is _accumulating:
+        # The first fit stopped between updates: its sums were not zero.
+        sums = [
+            np.array(v)
+            for v in stopped.optimizer.variables
+            if "accumulator" in v.path
+        ]
+        assert sums and any(np.abs(s).sum() > 0 for s in sums)
+        assert int(stopped.optimizer.iterations) == 2  # 8 // 3
+    else:
+        scale = float(straight.optimizer.dynamic_scale)
+        assert scale != 2.0**10  # it moved
+        assert float(continued.optimizer.dynamic_scale) == scale
+    # Every variable, the optimizer's and the seed generators' too (their
+    # paths are numbered per process, their order is the model's).
+    for a, b in zip(straight.variables, continued.variables):
+        np.testing.assert_array_equal(a, b, err_msg=a.path)
+    optimizers = (straight.optimizer, continued.optimizer)
+    for a, b in zip(*(o.variables for o in optimizers)):
+        np.testing.assert_array_equal(a, b, err_msg=a.path)
+
+
 def test_names_keep_max_and_the_lock(tmp_path):
     model = helpers.compile_model(helpers.mlp())
     _fit(model, tmp_path, epochs=3, max_to_keep=2)

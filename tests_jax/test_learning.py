@@ -48,6 +48,28 @@ def test_the_simplest_call_trains_saves_and_returns_the_last_loss(tmp_path):
     ) is None  # fmt: skip
 
 
+def _checkpoint_steps(directory):
+    return sorted(
+        int(n.split("-")[-1])
+        for n in os.listdir(directory)
+        if n.startswith("model.ckpt-")
+    )
+
+
+def test_keep_checkpoint_every_n_hours_keeps_more_than_max(tmp_path):
+    # Every 3.6 microseconds: each checkpoint is kept as an hourly one
+    # (orbax's keep_time_interval).
+    for logdir, hours in (("hourly", 1e-9), ("recent", None)):
+        keras_slim.train(
+            _model(), helpers.data(64), str(tmp_path / logdir),
+            number_of_steps=5, batch_size=8, save_interval_steps=1,
+            keep_checkpoint_max=1, keep_checkpoint_every_n_hours=hours,
+            log_every_n_steps=None,
+        )  # fmt: skip
+    assert _checkpoint_steps(tmp_path / "hourly") == [1, 2, 3, 4, 5]
+    assert _checkpoint_steps(tmp_path / "recent") == [5]
+
+
 def test_a_finished_run_continued_to_more_steps_equals_a_straight_run(
     tmp_path,
 ):

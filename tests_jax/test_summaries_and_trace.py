@@ -107,6 +107,8 @@ def test_summaries_write_the_steps_loss_and_learning_rate(tmp_path, schedule):
     events = read_events(tmp_path / "logs")
     assert set(events) == {
         "loss", "accuracy", "learning_rate", "global_step/sec",
+        "losses/total_loss", "losses/regularization_loss",
+        "losses/sparse_categorical_crossentropy",
     }  # fmt: skip
     steps = [3, 6, 9, 12, 15]
     means = [entry["loss"] for entry in logs.logs]
@@ -263,6 +265,167 @@ def test_a_histogram_equals_tensorflows_kernel():
     assert proto.sum_squares == pytest.approx(expected.sum_squares, rel=1e-12)
 
 
+# Summaries from inside the step: gradients, activations, loss terms.
+
+_MULTIPLIER = 2.0  # the policy's on logits/kernel
+
+
+def _two_layer(regularizer=None):
+    """A `SlimModel` x(8) -> hidden (relu, 16) -> logits (3), its loss a
+    mean squared error, SGD with momentum, a policy multiplier."""
+    keras.utils.set_random_seed(3)
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(
+        16, activation="relu", name="hidden", kernel_regularizer=regularizer
+    )(inputs)
+    outputs = keras.layers.Dense(3, name="logits")(h)
+    policy = keras_slim.GradientPolicy(
+        multipliers={"logits/kernel": _MULTIPLIER}
+    )
+    model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
+    model.compile(keras.optimizers.SGD(0.05, momentum=0.9), loss="mse")
+    return model
+
+
+def _regression(n=64):
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(n, 8)).astype("float32")
+    return x, rng.normal(size=(n, 3)).astype("float32")
+
+
+def _reference(weights, x, y):
+    """The gradients (by variable path, the policy's multiplier applied)
+    and the hidden layer's output of one step, in jax.numpy written out
+    here (not Keras's layers)."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w):
+        h = jax.nn.relu(x @ w["hidden/kernel"] + w["hidden/bias"])
+        out = h @ w["logits/kernel"] + w["logits/bias"]
+        return jnp.mean(jnp.square(out - y)), h
+
+    grads, hidden = jax.grad(loss, has_aux=True)(weights)
+    grads = {k: np.asarray(v) for k, v in grads.items()}
+    grads["logits/kernel"] = grads["logits/kernel"] * _MULTIPLIER
+    return grads, np.asarray(hidden)
+
+
+def _assert_histogram_of(histogram, values, atol):
+    values = np.asarray(values, dtype=np.float64)
+    assert histogram.num == values.size == sum(histogram.bucket)
+    assert histogram.min == pytest.approx(values.min(), abs=atol)
+    assert histogram.max == pytest.approx(values.max(), abs=atol)
+    assert histogram.sum == pytest.approx(values.sum(), abs=atol * values.size)
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 2])
+def test_gradient_and_activation_summaries_are_the_steps_own(
+    tmp_path, steps_per_execution
+):
+    x, y = _regression()
+    model = _two_layer()
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+        loss="mse",
+        steps_per_execution=steps_per_execution,
+    )
+    summaries = keras_slim.callbacks.Summaries(
+        tmp_path, every_n_steps=6, every_n_secs=None, gradients=True,
+        activations=["hidden"],
+    )  # fmt: skip
+    model.fit(
+        x, y, batch_size=8, epochs=1, shuffle=False, verbose=0,
+        callbacks=[summaries],
+    )  # fmt: skip
+    events = read_events(tmp_path)
+    # The reference: a twin trained on the first 5 batches without
+    # summaries gives the weights step 6 starts from.
+    twin = _two_layer()
+    twin.fit(x[:40], y[:40], batch_size=8, shuffle=False, verbose=0)
+    before = {v.path: np.asarray(v) for v in twin.trainable_variables}
+    grads, hidden = _reference(before, x[40:48], y[40:48])
+    for path, grad in grads.items():
+        assert sorted(events[f"{path}/gradient"]) == [6], path
+        _assert_histogram_of(events[f"{path}/gradient"][6], grad, 1e-5)
+        assert events[f"{path}/gradient_norm"][6] == pytest.approx(
+            float(np.linalg.norm(grad)), rel=1e-5
+        )
+    _assert_histogram_of(events["activations/hidden"][6], hidden, 1e-5)
+    assert events["sparsity/hidden"][6] == pytest.approx(
+        float(np.mean(hidden == 0)), abs=1e-6
+    )
+    assert "activations/logits" not in events
+    # Summaries change no weight: the run equals one without them.
+    plain = _two_layer()
+    plain.compile(
+        optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+        loss="mse",
+        steps_per_execution=steps_per_execution,
+    )
+    plain.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    helpers.assert_close(helpers.weights(plain), helpers.weights(model), 1e-6)
+
+
+def test_in_step_summaries_with_dropout_and_batch_norm_on_every_layer(
+    tmp_path,
+):
+    model = helpers.compile_model(
+        helpers.mlp({"freeze": ["fc2/.*"]}, batch_norm=True, dropout=True)
+    )
+    summaries = keras_slim.callbacks.Summaries(
+        tmp_path, every_n_steps=3, every_n_secs=None, gradients=True,
+        activations=True,
+    )  # fmt: skip
+    _fit(model, [summaries], epochs=1)
+    events = read_events(tmp_path)
+    for layer in ("fc1", "bn", "dropout", "fc2", "logits"):
+        layer = next(n for n in (x.name for x in model.layers) if layer in n)
+        assert sorted(events[f"activations/{layer}"]) == [3, 6], layer
+        assert events[f"activations/{layer}"][6].num == 8 * (
+            3 if layer == "logits" else 16
+        )
+    # Dropout zeroes about 30% of its output in the step's own pass.
+    dropout = next(x.name for x in model.layers if "dropout" in x.name)
+    assert 0.1 < events[f"sparsity/{dropout}"][6] < 0.6
+    trained = {v.path for v in model.trainable_variables} - {
+        "fc2/kernel", "fc2/bias",
+    }  # fmt: skip
+    written = {t[:-9] for t in events if t.endswith("/gradient")}
+    assert written == trained  # a frozen variable has none
+    # The same run without summaries ends with the same weights.
+    plain = helpers.compile_model(
+        helpers.mlp({"freeze": ["fc2/.*"]}, batch_norm=True, dropout=True)
+    )
+    _fit(plain, [], epochs=1)
+    for a, b in zip(plain.variables, model.variables):
+        np.testing.assert_allclose(a, b, atol=1e-6, err_msg=a.path)
+
+
+def test_loss_terms_split_the_regularization_off(tmp_path):
+    x, y = _regression()
+    model = _two_layer(keras.regularizers.L2(0.01))
+    summaries = keras_slim.callbacks.Summaries(
+        tmp_path, every_n_steps=8, every_n_secs=None
+    )
+    logs = _Logs()
+    model.fit(
+        x, y, batch_size=8, epochs=1, shuffle=False, verbose=0,
+        callbacks=[summaries, logs],
+    )  # fmt: skip
+    events = read_events(tmp_path)
+    kernel = np.asarray(model.get_layer("hidden").kernel, dtype=np.float64)
+    regularization = 0.01 * float(np.sum(kernel**2))  # after step 8
+    total = events["losses/total_loss"][8]
+    assert total == events["loss"][8]
+    assert events["losses/regularization_loss"][8] == pytest.approx(
+        regularization, rel=1e-5
+    )
+    assert events["losses/mse"][8] == pytest.approx(
+        total - regularization, rel=1e-5
+    )
+
+
 # Arguments and models.
 
 
@@ -273,17 +436,27 @@ def test_a_histogram_equals_tensorflows_kernel():
         ({"every_n_steps": 0}, "every_n_steps"),
         ({"every_n_secs": -1}, "every_n_secs"),
         ({"histograms": "yes"}, "histograms"),
-        ({"gradients": True}, "gradients"),
-        ({"activations": ["fc1"]}, "activations"),
+        ({"gradients": 1}, "gradients"),
+        ({"activations": "fc1"}, "activations"),
     ],
 )
 def test_summaries_refuse_bad_arguments(tmp_path, kwargs, name):
     kwargs = {"logdir": str(tmp_path), **kwargs}
-    with pytest.raises(ValueError, match=f"`{name}`") as raised:
+    with pytest.raises(ValueError, match=f"`{name}`"):
         keras_slim.callbacks.Summaries(**kwargs)
-    if name in ("gradients", "activations"):
-        assert "not yet on JAX" in str(raised.value)
-        assert "histograms=True" in str(raised.value)
+
+
+def test_an_activation_layer_the_model_lacks_is_refused_before_a_step(
+    tmp_path,
+):
+    model = helpers.compile_model(helpers.mlp())
+    before = helpers.weights(model)
+    summaries = keras_slim.callbacks.Summaries(
+        tmp_path, every_n_steps=1, activations=["fc1", "fc9"]
+    )
+    with pytest.raises(ValueError, match=r"no layer named \['fc9'\]"):
+        _fit(model, [summaries], epochs=1)
+    helpers.assert_close(before, helpers.weights(model), atol=0)
 
 
 @pytest.mark.parametrize(
@@ -388,14 +561,31 @@ def test_summaries_on_four_devices(tmp_path):
     with config.strategy().scope():
         model = helpers.compile_model(helpers.mlp())
         summaries = keras_slim.callbacks.Summaries(
-            tmp_path, every_n_steps=4, every_n_secs=None, histograms=True
-        )
+            tmp_path, every_n_steps=4, every_n_secs=None, histograms=True,
+            gradients=True, activations=["fc1"],
+        )  # fmt: skip
         _fit(model, [summaries], epochs=1)
     events = read_events(tmp_path)
     assert sorted(events["loss"]) == [4, 8]
     kernel = model.get_layer("fc1").kernel
     assert events[kernel.path][8].num == 8 * 16
     assert events[kernel.path][8].max == float(np.max(kernel))
+    # The global batch's gradient and every example's activation.
+    assert events["fc1/kernel/gradient"][8].num == 8 * 16
+    assert events["activations/fc1"][8].num == 8 * 16
+    single = helpers.compile_model(helpers.mlp())
+    single_logs = tmp_path / "one"
+    _fit(
+        single,
+        [keras_slim.callbacks.Summaries(
+            single_logs, every_n_steps=4, every_n_secs=None, gradients=True,
+            activations=["fc1"],
+        )],
+        epochs=1,
+    )  # fmt: skip
+    one = read_events(single_logs)
+    for tag in ("fc1/kernel/gradient_norm", "sparsity/fc1"):
+        assert events[tag][8] == pytest.approx(one[tag][8], abs=1e-5), tag
 
 
 # Without TensorFlow.
@@ -410,7 +600,8 @@ logdir = sys.argv[1]
 x, y = helpers.data(64)
 model = helpers.compile_model(helpers.mlp())
 summaries = keras_slim.callbacks.Summaries(
-    logdir, every_n_steps=4, every_n_secs=None, histograms=True
+    logdir, every_n_steps=4, every_n_secs=None, histograms=True,
+    gradients=True, activations=True,
 )
 trace = keras_slim.callbacks.Trace(logdir, at_steps=[5])
 model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0,
@@ -447,3 +638,5 @@ def test_summaries_and_trace_run_without_tensorflow(tmp_path):
     events = read_events(tmp_path)
     assert sorted(events["loss"]) == [4, 8]
     assert events["fc1/kernel"][8].num == 8 * 16
+    assert sorted(events["fc1/kernel/gradient"]) == [4, 8]
+    assert sorted(events["activations/fc2"]) == [4, 8]

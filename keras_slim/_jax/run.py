@@ -51,6 +51,12 @@ class Run:
         logs: The logs the last step returned (device values), or `None`.
         trace_step: The global step `Trace` is profiling, or `None`: the
             train function names its calls in the trace by it.
+        summaries: The `SummaryPlan` of what `Summaries` writes from
+            inside the step (gradients, activations), or `None`.
+        summary_wanted: Whether the next call of the train function runs
+            the summarizing step (`Summaries` writes at its end).
+        summary_outputs: What the last summarizing step returned (device
+            values), or `None`.
         epoch: Keras's current epoch.
         batch_in_epoch: Batches of the current epoch read so far.
         epoch_ended: Whether Keras's current epoch has read all its data
@@ -83,6 +89,9 @@ class Run:
         self.stop_batches = None
         self.logs = None
         self.trace_step = None
+        self.summaries = None
+        self.summary_wanted = False
+        self.summary_outputs = None
         self.epoch = 0
         self.batch_in_epoch = 0
         self.signals = _signals.StopSignals()

@@ -2,6 +2,7 @@
 `jax.value_and_grad` and the optimizer, as one functional update."""
 
 import dataclasses
+import functools
 
 import jax
 import keras
@@ -9,7 +10,7 @@ from keras import ops
 
 from keras_slim import _keras
 from keras_slim import _keras_optimizer
-from keras_slim import gradients as gradients_lib
+from keras_slim._jax import step_summaries
 from keras_slim._step import gate as gate_lib
 from keras_slim._step import lr_factors
 
@@ -132,7 +133,7 @@ def plan_for(model, policy, raises):
     )
 
 
-def run(model, plan, state, counters, data):
+def run(model, plan, state, counters, data, summaries=None):
     """One train step: forward, loss, gradient, the policy, metrics.
 
     Under `keras.distribution` the gradient `jax.value_and_grad` returns
@@ -146,19 +147,27 @@ def run(model, plan, state, counters, data):
             variable values.
         counters: The step's `Counters`.
         data: The batch, `(x, y, sample_weight)` in Keras's convention.
+        summaries: A `step_summaries.SummaryPlan` for a step that also
+            returns what `Summaries` writes from inside the step, or
+            `None`. Defaults to `None`.
 
     Returns:
-        `(logs, state, counters)`.
+        `(logs, state, counters)`; with `summaries`, `(logs, state,
+        counters, outputs)`, `outputs` as `step_summaries.outputs` makes
+        them.
     """
     tv, old_ntv, ov, mv = state
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-    grad_fn = jax.value_and_grad(model.compute_loss_and_updates, has_aux=True)
-    (loss, (unscaled, y_pred, ntv, mv)), grads = grad_fn(
+    forward = model.compute_loss_and_updates
+    if summaries is not None and summaries.probe is not None:
+        forward = functools.partial(step_summaries.forward, model, summaries)
+    grad_fn = jax.value_and_grad(forward, has_aux=True)
+    (loss, (unscaled, y_pred, ntv, mv, *activations)), grads = grad_fn(
         tv, old_ntv, mv, x, y, sample_weight,
         training=True, optimizer_variables=ov,
     )  # fmt: skip
     grads = [grads[i] for i in plan.indices]
-    tv, ov, counted, counters, hold = _update(
+    tv, ov, counted, counters, hold, applied = _update(
         model, plan, tv, ov, grads, loss, counters
     )
     # The forward pass's own updates (batch norm's moving statistics, the
@@ -169,35 +178,49 @@ def run(model, plan, state, counters, data):
     logs, mv = _metrics(
         model, mv, unscaled, counted, (x, y, y_pred, sample_weight)
     )
-    return logs, (tv, ntv, ov, mv), counters
+    if summaries is None:
+        return logs, (tv, ntv, ov, mv), counters
+    outputs = step_summaries.outputs(summaries, applied, activations)
+    return logs, (tv, ntv, ov, mv), counters, outputs
 
 
 def _update(model, plan, tv, ov, grads, loss, counters):
     """The policy's update, selected by the gate: applied, skipped, or
-    failed (nothing changes, and the counters name the step); and whether
-    the forward pass's updates are held too."""
+    failed (nothing changes, and the counters name the step); whether
+    the forward pass's updates are held too; and the gradients the
+    optimizer was given (after the policy, unscaled)."""
     optimizer = model.optimizer
     inner = _keras_optimizer.inner_optimizer(optimizer)
     mapping = list(zip(model.trainable_variables, tv))
     mapping += list(zip(optimizer.variables, ov))
     old = [value for _, value in mapping]
     failed_before = counters.ints[FAILED] > 0
-    with keras.StatelessScope(state_mapping=mapping) as scope:
+    with keras.StatelessScope(state_mapping=mapping):
         step = inner.iterations + 1  # the global step this update makes
         if plan.accumulation:
             grads = _poisoned(grads, loss)
         micro = grads
         grads, ready = _accumulated(plan, inner, grads)
         finite, loss_finite, error = _check(plan, grads, loss)
-        _apply(plan, optimizer, grads)
-    applied = _read(scope, mapping)
-    with keras.StatelessScope(state_mapping=mapping) as scope:
-        _not_applied(plan, optimizer, micro, ready, finite, loss_finite)
-    not_applied = _read(scope, mapping)
 
     ok, fails, counted = _outcome(plan, ready, finite, loss_finite)
     keep = ops.logical_or(fails, failed_before)
-    values = _selected(keep, ok, old, applied, not_applied)
+    if not _gated(plan):
+        # Nothing is checked: no step fails or skips, each one applies.
+        scope = keras.StatelessScope(state_mapping=mapping)
+        values, grads = _applied(scope, mapping, plan, optimizer, grads)
+    else:
+        take = ops.logical_and(ok, ops.logical_not(keep))
+        gated = _GatedScope(take, mapping)
+        applied, grads = _applied(gated, mapping, plan, optimizer, grads)
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            _not_applied(plan, optimizer, micro, ready, finite, loss_finite)
+        not_applied = _read(scope, mapping)
+        spare = ops.logical_and(ops.logical_not(ok), ops.logical_not(keep))
+        values = [
+            a if n is o else ops.where(spare, n, a)
+            for o, a, n in zip(old, applied, not_applied)
+        ]
     recorded = _record(plan, counters, step, ready, finite, fails, error)
     # After a failure the call's later steps change nothing, counters too.
     counters = jax.tree_util.tree_map(
@@ -211,27 +234,53 @@ def _update(model, plan, tv, ov, grads, loss, counters):
     )
     counted = ops.logical_and(counted, ops.logical_not(keep))
     n = len(tv)
-    return values[:n], values[n:], counted, counters, hold
+    return values[:n], values[n:], counted, counters, hold, grads
 
 
-def _selected(keep, ok, old, applied, not_applied):
-    """Each variable's value: the old one where `keep`, else the applied
-    or the not-applied one. A value neither changes (a frozen variable,
-    its slots) is passed through, and one only the update changes takes
-    one selection: fewer operations in the compiled step."""
-    take = ops.logical_and(ok, ops.logical_not(keep))
-    spare = ops.logical_and(ops.logical_not(ok), ops.logical_not(keep))
-    values = []
-    for o, a, n in zip(old, applied, not_applied):
-        if a is o and n is o:
-            values.append(o)
-        elif n is o:
-            values.append(ops.where(take, a, o))
-        elif a is o:
-            values.append(ops.where(spare, n, o))
-        else:
-            values.append(ops.where(keep, o, ops.where(ok, a, n)))
-    return values
+def _applied(scope, mapping, plan, optimizer, grads):
+    """`(values, gradients)`: the values of `mapping`'s variables after
+    the policy and the optimizer applied `grads` in `scope`, and the
+    gradients the optimizer was given."""
+    with scope:
+        grads = _apply(plan, optimizer, grads)
+    return _read(scope, mapping), grads
+
+
+class _GatedScope(keras.StatelessScope):
+    """A stateless scope whose every update is kept only where `take`.
+
+    Each assignment stores `where(take, new, old)` at once, so that what
+    the update reads next (a momentum, then the variable it moves) is the
+    selected value: the compiled step writes each variable once, in place,
+    where a select of the results after the update would keep the old
+    value and the new one alive side by side (a copy of every slot).
+
+    Args:
+        take: Scalar boolean: whether the updates apply.
+        mapping: `(variable, value)` pairs, the values before the step.
+    """
+
+    def __init__(self, take, mapping):
+        super().__init__(state_mapping=mapping)
+        self._take = take
+        self._old = dict(self.state_mapping)
+
+    def add_update(self, update):
+        variable, value = update
+        old = self._old.get(id(variable))
+        if old is not None:
+            value = ops.where(self._take, value, old)
+        super().add_update((variable, value))
+
+
+def _gated(plan):
+    """Whether a step can fail, skip or only accumulate (else each one
+    applies its update)."""
+    return bool(
+        plan.policy.check_numerics
+        or plan.loss_scale is not None
+        or plan.accumulation
+    )
 
 
 def _read(scope, mapping):
@@ -246,16 +295,13 @@ def _read(scope, mapping):
 def _accumulated(plan, inner, grads):
     """The gradients this step applies and whether it applies them: each
     micro-batch's under accumulation, their mean on the `k`-th (the
-    accumulators then start again from zero)."""
+    accumulators start again from zero when it applies: `_apply`)."""
     if not plan.accumulation:
         return grads, ops.convert_to_tensor(True)
     k = plan.accumulation
     ready = ops.equal((_keras_optimizer.micro_step_counter(inner) + 1) % k, 0)
     sums = _keras_optimizer.accumulators(inner, plan.policy.variables)
-    means = [(s.value + g) / k for g, s in zip(grads, sums)]
-    for s in sums:
-        s.assign(ops.zeros(s.shape, s.dtype))
-    return means, ready
+    return [(s.value + g) / k for g, s in zip(grads, sums)], ready
 
 
 def _poisoned(grads, loss):
@@ -268,7 +314,12 @@ def _poisoned(grads, loss):
 def _check(plan, grads, loss):
     """`(finite, loss finite, [loss, squared norm])` of the update."""
     present = [g for g in grads if g is not None]
-    squares = gradients_lib.squared_norms(present) if present else None
+    squares = None
+    if present:
+        flat = ops.concatenate(
+            [ops.reshape(ops.cast(g, "float32"), [-1]) for g in present]
+        )
+        squares = ops.sum(ops.square(flat))[None]
     finite, error = gate_lib.numeric_check(loss, squares)
     data = [ops.cast(v, "float32") for v in error[1:]]
     if len(data) == 1:
@@ -278,9 +329,13 @@ def _check(plan, grads, loss):
 
 def _apply(plan, optimizer, grads):
     """The policy and the optimizer on `grads`, in a stateless scope: the
-    variables the policy freezes never reach the optimizer."""
+    variables the policy freezes never reach the optimizer. Returns the
+    gradients the optimizer was given (after the policy, unscaled)."""
     policy = plan.policy
     inner = _keras_optimizer.inner_optimizer(optimizer)
+    if plan.accumulation:
+        for s in _keras_optimizer.accumulators(inner, policy.variables):
+            s.assign(ops.zeros(s.shape, s.dtype))
     scale = None if plan.loss_scale is None else plan.loss_scale.dynamic_scale
     grads = policy.apply(grads, scale=scale)
     if scale is not None:
@@ -295,6 +350,7 @@ def _apply(plan, optimizer, grads):
     _hold_frozen_averages(inner, policy.variables)
     if plan.loss_scale is not None:
         _grow(plan.loss_scale)
+    return grads
 
 
 def _hold_frozen_averages(inner, trained):

@@ -46,22 +46,54 @@ class TrainFunction:
         self._model = model
         self.plan = plan
         self.counters = _placed(step_lib.initial_counters())
+        self._out_shardings = self._shardings()
         self._step = self._compile()
+        self._summarizing = {}
 
-    def _compile(self):
-        step = functools.partial(step_lib.run, self._model, self.plan)
+    def _shardings(self):
+        """The compiled step's output shardings under a distribution,
+        read now: during an epoch Keras's `fit` has the variables' values
+        out of the variables."""
+        if jax_keras.distribution() is None:
+            return None
+        shardings = jax_keras.state_shardings(self._model)
+        # The counters come back as they went in (replicated), so the
+        # first call's program is the next calls' too.
+        counters = jax.tree_util.tree_map(lambda v: v.sharding, self.counters)
+        return (None, shardings, counters)
+
+    def _compile(self, summaries=None):
+        """The step, jitted as Keras jits its own (the state donated);
+        with `summaries`, the one that also returns what they write."""
+        step = functools.partial(
+            step_lib.run, self._model, self.plan, summaries=summaries
+        )
         if self._model.run_eagerly or not self._model.jit_compile:
             return step
-        out_shardings = None
-        if jax_keras.distribution() is not None:
-            shardings = jax_keras.state_shardings(self._model)
-            # The counters come back as they went in (replicated), so the
-            # first call's program is the next calls' too.
-            counters = jax.tree_util.tree_map(
-                lambda v: v.sharding, self.counters
-            )
-            out_shardings = (None, shardings, counters)
+        out_shardings = self._out_shardings
+        if out_shardings is not None and summaries is not None:
+            out_shardings += (None,)
         return jax.jit(step, donate_argnums=0, out_shardings=out_shardings)
+
+    def _step_for(self, run):
+        """The step this call runs: the plain one, or on a call whose end
+        `Summaries` writes, the summarizing one (compiled on its first
+        use), which leaves what it returns for them in
+        `run.summary_outputs` (the call's last step's)."""
+        plan = run.summaries
+        if plan is None or not run.summary_wanted:
+            return self._step
+        compiled = self._summarizing.get(plan.key)
+        if compiled is None:
+            compiled = self._summarizing[plan.key] = self._compile(plan)
+
+        def step(state, counters, data):
+            logs, state, counters, run.summary_outputs = compiled(
+                state, counters, data
+            )
+            return logs, state, counters
+
+        return step
 
     def __call__(self, state, iterator):
         run = run_lib.current(self._model)
@@ -113,6 +145,7 @@ class TrainFunction:
         runs none (a run at its target). Batches passed over are read and
         dropped; a stop reads no batch past it."""
         logs, counters = run.logs, self.counters
+        step = self._step_for(run)
         read = ran = 0
         if not run.halted:
             for _ in range(self._model.steps_per_execution):
@@ -129,7 +162,7 @@ class TrainFunction:
                 if run.skip_batches:
                     run.skip_batches -= 1
                     continue
-                logs, state, counters = self._step(state, counters, data)
+                logs, state, counters = step(state, counters, data)
                 ran += 1
         self.counters = counters
         run.ran(read, ran)
@@ -170,12 +203,13 @@ class TrainFunction:
         the failure cleared: the run goes on as if the bad batch had not
         been there."""
         previous = self.counters
+        step = self._step_for(run)
         data = next(iterator)
-        logs, state, counters = self._step(state, previous, data)
+        logs, state, counters = step(state, previous, data)
         failed = _failed_step(previous)
         if failed:
             run.rolled_back(_error(failed, previous.error))
-            logs, state, counters = self._step(state, _cleared(previous), data)
+            logs, state, counters = step(state, _cleared(previous), data)
         self.counters = counters
         run.ran(1, 1)
         run.logs = logs
@@ -215,6 +249,8 @@ def _steered(run, steps_per_execution):
     """Whether the run changes what this call does (rarely: the plain
     call is the fast path)."""
     if run.halted or run.skip_batches or run.rollbacks_left:
+        return True
+    if run.summary_wanted and run.summaries is not None:
         return True
     stop = run.stop_batches
     return stop is not None and run.batches + steps_per_execution > stop

@@ -36,11 +36,77 @@ def _loss_terms(model, total):
         for term in model.losses
         if not tf.is_symbolic_tensor(term)
     )
+    return loss_tags(model, total, regularization)
+
+
+def loss_tags(model, total, regularization):
+    """train_image_classifier's loss tags, on either backend.
+
+    Args:
+        model: The model (its compiled loss names the data term).
+        total: The step's loss, as minimized.
+        regularization: The sum of the weight regularizers' terms.
+
+    Returns:
+        `{"losses/total_loss": total, "losses/regularization_loss":
+        regularization, "losses/<loss name>": total - regularization}`.
+
+    Example:
+    ```python
+    loss_tags(model, 0.75, 0.25)["losses/loss"]  # 0.5
+    ```
+    """
     return {
         "losses/total_loss": total,
         "losses/regularization_loss": regularization,
         f"losses/{_loss_name(model)}": total - regularization,
     }
+
+
+def check_in_step_model(model, gradients, activations):
+    """Raises unless `model` can give the summaries written from inside
+    its step (on either backend).
+
+    Args:
+        model: The model being fitted.
+        gradients: `Summaries`' checked `gradients` flag.
+        activations: Its checked `activations` (a bool or a tuple of
+            layer names).
+
+    Raises:
+        ValueError: for gradients or activations on a model that is not a
+            `SlimModel`, activations on a subclassed model, or a layer name
+            the model does not have.
+
+    Example:
+    ```python
+    check_in_step_model(model, gradients=True, activations=("fc1",))
+    ```
+    """
+    asked = (("gradients", gradients), ("activations", activations))
+    need = [name for name, value in asked if value]
+    if need and not isinstance(model, SlimModel):
+        raise ValueError(
+            f"Summaries({need[0]}=True) needs a keras_slim.SlimModel, "
+            f"whose train step can write them. Received a "
+            f"{type(model).__name__}; use keras_slim.wrap(model)."
+        )
+    if activations and not isinstance(model, _keras.Functional):
+        raise ValueError(
+            "Summaries(activations=True) needs a functional model (its "
+            "layers' outputs are known). Received a subclassed "
+            f"{type(model).__name__}."
+        )
+    if isinstance(activations, tuple):
+        names = {layer.name for layer in model.layers}
+        missing = [n for n in activations if n not in names]
+        if missing:
+            raise ValueError(
+                f"Invalid value for argument `activations`: the model "
+                f"{model.name!r} has no layer named {missing}. "
+                f"Expected names of its layers, such as "
+                f"{sorted(names)[:5]}."
+            )
 
 
 def _learning_rate(optimizer):
@@ -209,34 +275,9 @@ class Summaries(StepCallback):
         self._writer = None
         self._in_step = None
 
-    def _check_model(self):
-        need = [n for n in ("gradients", "activations") if getattr(self, n)]
-        if need and not isinstance(self.model, SlimModel):
-            raise ValueError(
-                f"Summaries({need[0]}=True) needs a keras_slim.SlimModel, "
-                f"whose train step can write them. Received a "
-                f"{type(self.model).__name__}; use keras_slim.wrap(model)."
-            )
-        if self.activations and not isinstance(self.model, _keras.Functional):
-            raise ValueError(
-                "Summaries(activations=True) needs a functional model (its "
-                "layers' outputs are known). Received a subclassed "
-                f"{type(self.model).__name__}."
-            )
-        if isinstance(self.activations, tuple):
-            names = {layer.name for layer in self.model.layers}
-            missing = [n for n in self.activations if n not in names]
-            if missing:
-                raise ValueError(
-                    f"Invalid value for argument `activations`: the model "
-                    f"{self.model.name!r} has no layer named {missing}. "
-                    f"Expected names of its layers, such as "
-                    f"{sorted(names)[:5]}."
-                )
-
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        self._check_model()
+        check_in_step_model(self.model, self.gradients, self.activations)
         self._chief = self._run.is_chief
         if self._chief:
             check_writable(

@@ -4,13 +4,16 @@ or time intervals, written without TensorFlow."""
 import time
 
 import keras
+import numpy as np
 
 from keras_slim import _keras_optimizer
+from keras_slim._jax import step_summaries
 from keras_slim._jax.callbacks import _event_file
 from keras_slim._jax.callbacks import _histogram
 from keras_slim._jax.callbacks._base import RunCallback
 from keras_slim.callbacks import summaries
 from keras_slim.callbacks._files import check_writable
+from keras_slim.gradients import variable_path
 
 
 class Summaries(RunCallback):
@@ -27,22 +30,40 @@ class Summaries(RunCallback):
       mean over the update's micro-batches;
     - every other key of Keras's `logs`: loss terms and metrics, as Keras
       reports them (running means of the epoch);
+    - `losses/total_loss` (that loss), `losses/regularization_loss` (the
+      weight regularizers' terms at the variables' values after the
+      step) and `losses/<loss name>` (their difference):
+      train_image_classifier's loss tags;
     - `learning_rate`: the optimizer's, a schedule evaluated at the step
       on the host;
     - `global_step/sec`: steps per second since the last write;
     - `histograms=True`: `<variable path>`, a histogram of each of the
       model's variables, with TF1's buckets (TensorFlow's
       `HistogramSummary` kernel, in NumPy): a NaN or infinity counted at
-      the dtype's largest magnitude (float32's for float64).
+      the dtype's largest magnitude (float32's for float64);
+    - `gradients=True`: `<variable path>/gradient` and
+      `<variable path>/gradient_norm`, histogram and norm of each gradient
+      the optimizer is given (after the gradient policy, unscaled:
+      TF-Slim's `add_gradients_summaries`);
+    - `activations=True`: `activations/<layer>` and `sparsity/<layer>`,
+      histogram and zero fraction of each layer's output;
+      `activations=[names]`: of those layers only.
+
+    Gradients and activations come from inside the train step: on the
+    calls whose end writes, the train function runs a second compiled
+    step, the same update that also returns the gradients and the layers'
+    outputs of its own forward pass (`training=True`, no second forward
+    pass); every other call runs the plain step. The second step is
+    compiled on the first write. With `steps_per_execution > 1` they are
+    those of the call's last step.
 
     What differs from TensorFlow: no TensorFlow is imported (TensorBoard's
     own protos and record writer write the file, local paths only); the
-    `losses/...` tags of train_image_classifier are not written (the
-    regularization terms would need the variables' values put back into
-    the model); `gradients=True` and `activations=...` are not yet on JAX
-    and raise. Only the calls that write read anything on the host (the
-    loss tracker's two numbers before and after, the variables' values
-    for histograms); none copies the state back to the model. As on
+    histograms and norms are computed on the host from the arrays the
+    step returned. Only the calls that write read anything on the host
+    (the loss tracker's two numbers before and after, the variables'
+    values for histograms and the regularization, what the summarizing
+    step returned); none copies the state back to the model. As on
     TensorFlow, a time interval also writes the first step, and the writer
     is created on the first write (no empty event files); it is flushed at
     each write and closed when the fit ends, however it ends. With
@@ -59,17 +80,20 @@ class Summaries(RunCallback):
             Defaults to `600`.
         histograms: Whether to write a histogram of every model variable.
             Defaults to `False`.
-        gradients: Must be `False` on JAX (not yet on this backend).
+        gradients: Whether to write each gradient's histogram and norm.
             Defaults to `False`.
-        activations: Must be `False` on JAX (not yet on this backend).
+        activations: Whether to write each layer output's histogram and
+            zero fraction (needs a functional `SlimModel`), or a list of
+            the names of the layers whose outputs to write.
             Defaults to `False`.
 
     Raises:
-        ValueError: for an empty `logdir`, a non-positive interval, a flag
-            that is not a boolean, or `gradients` or `activations` set; at
-            train begin, before the first step, for a `logdir` that cannot
-            be created or written, or a model that is not a
-            `keras_slim.SlimModel`.
+        ValueError: for an empty `logdir`, a non-positive interval or a
+            flag that is not a boolean; at train begin, before the first
+            step, for a `logdir` that cannot be created or written, a
+            model that is not a `keras_slim.SlimModel`, activations of a
+            subclassed model, or an activation layer name the model does
+            not have.
 
     Example:
     ```python
@@ -106,12 +130,20 @@ class Summaries(RunCallback):
             activations=activations,
             clock=self._clock,
         )
-        _refuse_in_step_summaries(self.gradients, self.activations)
         self._events = None
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
+        summaries.check_in_step_model(
+            self._model, self.gradients, self.activations
+        )
         check_writable("logdir", self.logdir, what="summaries", create=False)
+        self.run.summaries = step_summaries.plan_for(
+            self._model, self.gradients, self.activations
+        )
+        self._paths = [
+            variable_path(v) for v in self._model.step_plan.policy.variables
+        ]
         self.run.at_end(self._close)
         self._last = None
         self._first = False
@@ -133,6 +165,7 @@ class Summaries(RunCallback):
         reach = (run.batches + self._model.steps_per_execution) // run.per_step
         if self._first or self._trigger.would_fire(reach):
             self._mark = self.run.loss_totals()
+            run.summary_wanted = run.summaries is not None
 
     def on_train_batch_end(self, batch, logs=None):
         run = self.run
@@ -147,14 +180,22 @@ class Summaries(RunCallback):
                 self._trigger.reset(step)
         if fired:
             self._write(step, logs or {})
+        run.summary_wanted = False
+        run.summary_outputs = None
 
     def _write(self, step, logs):
         now = self._clock()
         scalars = dict(logs)
         loss = self._step_loss()
+        state = self.run.state()
         if loss is not None:
             scalars["loss"] = loss
-        optimizer_values = self.run.state()[2]
+            scalars.update(
+                summaries.loss_tags(
+                    self._model, loss, _regularization(self._model, state)
+                )
+            )
+        optimizer_values = state[2]
         scalars["learning_rate"] = _learning_rate(
             self._model.optimizer, step, optimizer_values
         )
@@ -168,6 +209,7 @@ class Summaries(RunCallback):
         ]
         if self.histograms:
             values.extend(self._histograms())
+        values.extend(self._in_step_values())
         if self._events is None:
             self._events = _event_file.EventFile(self.logdir)
         self._events.write(step, values)
@@ -191,6 +233,36 @@ class Summaries(RunCallback):
             if id(v) in values
         ]
 
+    def _in_step_values(self):
+        """The gradients' and the activations' summaries, from what the
+        summarizing step returned (none when the call ran the plain
+        step: a time interval that elapsed during the call)."""
+        outputs = self.run.summary_outputs
+        if outputs is None:
+            return []
+        values = []
+        for path, grad in zip(self._paths, outputs["gradients"]):
+            grad = np.asarray(grad)
+            values.append(_histogram.histogram_value(f"{path}/gradient", grad))
+            norm = float(np.linalg.norm(grad.astype("float32").ravel()))
+            values.append(
+                _event_file.scalar_value(f"{path}/gradient_norm", norm)
+            )
+        names = self.run.summaries.names
+        for name, output in zip(names, outputs["activations"]):
+            output = np.asarray(output)
+            values.append(
+                _histogram.histogram_value(f"activations/{name}", output)
+            )
+            zeros = output.size - np.count_nonzero(output)
+            values.append(
+                _event_file.scalar_value(
+                    f"sparsity/{name}",
+                    float(np.float32(zeros) / np.float32(output.size)),
+                )
+            )
+        return values
+
     def on_train_end(self, logs=None):
         self._close()
 
@@ -200,19 +272,15 @@ class Summaries(RunCallback):
             self._events = None
 
 
-def _refuse_in_step_summaries(gradients, activations):
-    """Raises for the summaries TensorFlow writes from inside the step,
-    not yet on JAX."""
-    for name, value in (("gradients", gradients), ("activations", activations)):
-        if value:
-            raise ValueError(
-                f"Invalid value for argument `{name}`: Summaries({name}="
-                f"{value!r}) is not yet on JAX (KERAS_BACKEND=jax): "
-                "gradient and layer-output histograms are written from "
-                "inside the train step, on TensorFlow only. On JAX, "
-                "Summaries(histograms=True) writes a histogram of every "
-                "variable; or train on Keras's TensorFlow backend."
-            )
+def _regularization(model, state):
+    """The sum of the weight regularizers' terms at the run's trainable
+    values (what `model.losses` sums on TensorFlow), on the host."""
+    total = 0.0
+    for variable, value in zip(model.trainable_variables, state[0]):
+        regularizer = getattr(variable, "regularizer", None)
+        if regularizer is not None:
+            total += float(keras.ops.convert_to_numpy(regularizer(value)))
+    return total
 
 
 def _values_by_id(model, state):
