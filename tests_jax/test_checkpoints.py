@@ -208,6 +208,42 @@ def test_a_stopped_run_rebuilt_and_continued_equals_a_straight_run(
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_seeded_tf_data_pipeline_resumes_exactly_in_a_later_epoch(
+    tmp_path, caplog
+):
+    # Keras reads a tf.data.Dataset one iterator an epoch, and a seeded
+    # shuffle reshuffles with each new iterator: a run resumed in its
+    # second epoch must read that epoch's order, not the first's. Each fit
+    # builds its dataset afresh, as a new process would.
+    import tensorflow as tf
+
+    x, y = helpers.data(64)
+
+    def dataset():
+        data = tf.data.Dataset.from_tensor_slices((x, y))
+        return data.shuffle(64, seed=7).batch(8)
+
+    def fit(*callbacks):
+        model = helpers.compile_model(helpers.mlp(dropout=True))
+        model.fit(dataset(), epochs=3, verbose=0, callbacks=list(callbacks))
+        return model
+
+    def saver():
+        return keras_slim.callbacks.Checkpoints(
+            str(tmp_path), every_n_steps=4, every_n_secs=None
+        )
+
+    straight = fit()
+    fit(saver(), keras_slim.callbacks.StopAtStep(last_step=13))
+    assert _steps(tmp_path)[-1] == 13  # the second epoch's fifth batch
+    with caplog.at_level("WARNING", logger="keras_slim"):
+        continued = fit(saver())
+    assert "a seeded shuffle reshuffles alike" in caplog.text
+    assert int(continued.optimizer.iterations) == 24
+    for a, b in zip(_trainable(straight), _trainable(continued)):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.fixture
 def mixed_float16():
     keras.mixed_precision.set_dtype_policy("mixed_float16")

@@ -11,6 +11,7 @@ import numpy as np
 from keras.src.backend.jax import trainer as jax_trainer
 from keras.src.optimizers import base_optimizer
 
+import keras_slim
 from keras_slim import _keras_optimizer
 from keras_slim._jax import _keras as jax_keras
 from tests_jax import helpers
@@ -158,3 +159,60 @@ def test_the_configured_learning_rate_is_what_the_optimizer_evaluates():
     constant = keras.optimizers.SGD(0.25)
     rate = _keras_optimizer.configured_learning_rate(constant)
     assert float(rate) == float(constant.learning_rate) == 0.25
+
+
+def test_a_stateless_scope_takes_each_assignment_through_add_update():
+    # The JAX step's gated scope keeps or drops each update as it is
+    # assigned: Keras's variables assign through `add_update`.
+    from keras_slim._jax.step import _GatedScope
+
+    variable = keras.Variable(np.float32(1.0))
+    for take, expected in ((True, 3.0), (False, 1.0)):
+        with _GatedScope(jax.numpy.asarray(take), [(variable, 1.0)]) as scope:
+            variable.assign(2.0)
+            variable.assign_add(1.0)  # reads the kept value
+        assert float(scope.get_current_value(variable)) == expected
+    assert float(variable.value) == 1.0
+
+
+def test_the_summarizing_forward_pass_is_keras_compute_loss_and_updates():
+    # keras_slim/_jax/step_summaries.py's `forward` is Keras's
+    # `compute_loss_and_updates` through a probe (its `_losses_override`
+    # for the activity regularizer's term): the same loss, outputs and
+    # updates, batch norm and dropout included.
+    from keras_slim._jax import step_summaries
+
+    keras.utils.set_random_seed(2)
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(
+        16, activation="relu", name="fc1",
+        activity_regularizer=keras.regularizers.L2(0.1),
+    )(inputs)  # fmt: skip
+    h = keras.layers.BatchNormalization(name="bn")(h)
+    h = keras.layers.Dropout(0.3, seed=2)(h)
+    outputs = keras.layers.Dense(3, name="logits")(h)
+    model = helpers.compile_model(keras_slim.SlimModel(inputs, outputs))
+    model.build((None, 8))
+    model.optimizer.build(model.trainable_variables)
+    x, y = helpers.data(16)
+    plan = step_summaries.plan_for(model, True, ("fc1",))
+    state = (
+        [v.value for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables],
+        [v.value for v in model.metrics_variables],
+    )
+    args = (*state, x, y, None)
+    kwargs = {
+        "training": True,
+        "optimizer_variables": [v.value for v in model.optimizer.variables],
+    }
+    keras_loss, keras_aux = model.compute_loss_and_updates(*args, **kwargs)
+    loss, aux = step_summaries.forward(model, plan, *args, **kwargs)
+    assert float(loss) == float(keras_loss)
+    assert len(aux) == len(keras_aux) + 1
+    for ours, theirs in zip(
+        jax.tree.leaves(aux[:4]), jax.tree.leaves(keras_aux)
+    ):
+        np.testing.assert_array_equal(ours, theirs)
+    (fc1,) = aux[4]
+    assert fc1.shape == (16, 16) and float(np.min(fc1)) >= 0.0

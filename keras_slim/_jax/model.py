@@ -77,6 +77,7 @@ class JaxStep:
             self.train_function.reset()  # each fit counts its own
         run = run_lib.Run(self)
         run.input_kind = run_lib.input_kind(x)
+        run.input = x
         kwargs["callbacks"] = _with_tracker(kwargs.get("callbacks"), run)
         run_lib.attach(self, run)
         try:

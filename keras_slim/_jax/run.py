@@ -14,6 +14,9 @@ from keras_slim import _signals
 
 __all__ = ["Run", "Tracker", "attach", "current", "input_kind", "of"]
 
+#: `input_kind` of a `tf.data.Dataset`.
+TF_DATA = "a tf.data.Dataset"
+
 logger = logging.getLogger("keras_slim")
 
 
@@ -66,6 +69,7 @@ class Run:
         rollbacks: The `NanLossDuringTrainingError`s passed over.
         input_kind: What the fit reads: "arrays", "py_dataset", "a Python
             generator", "a tf.data.Dataset", or another kind's name.
+        input: The fit's `x`.
         signals: The run's `StopSignals` (SIGTERM, SIGINT).
         checkpoints: The run's `Checkpoints` callback, or `None`.
         resumed_from: The checkpoint a run resumed from, or `None`.
@@ -101,6 +105,7 @@ class Run:
         self.rollbacks_left = 0
         self.rollbacks = []
         self.input_kind = "arrays"
+        self.input = None
         self._at_end = []
         self._tracker = None
 
@@ -308,7 +313,7 @@ def input_kind(x):
         return "py_dataset"
     module = type(x).__module__ or ""
     if module.startswith("tensorflow"):
-        return "a tf.data.Dataset"
+        return TF_DATA
     if inspect.isgenerator(x) or (
         hasattr(x, "__next__") and hasattr(x, "__iter__")
     ):

@@ -13,6 +13,7 @@ from keras_slim import _checkpoint_dir
 from keras_slim import _keras_optimizer
 from keras_slim import checks
 from keras_slim._jax import checkpoint_store
+from keras_slim._jax import run as run_lib
 from keras_slim._jax.callbacks._base import RunCallback
 from keras_slim.callbacks._files import check_writable
 from keras_slim.callbacks._interval import IntervalTrigger
@@ -50,7 +51,10 @@ class Checkpoints(RunCallback):
       whose batches depend only on their index and the random states
       above; a Python generator or a `tf.data.Dataset` is read from its
       start again and its first batches passed over, with a warning
-      before the first step;
+      before the first step. A dataset is also iterated once per epoch
+      already trained (Keras makes an iterator each epoch, and each one
+      advances a seeded `shuffle`'s reshuffle): exact for a dataset
+      whose order depends only on seeds;
     - a save is atomic (orbax writes into a temporary directory, renamed
       when complete): one that fails (a full disk, a file-size limit)
       loses no complete checkpoint, leaves nothing partly written, and
@@ -186,6 +190,8 @@ class Checkpoints(RunCallback):
             return
         self._model._initial_epoch = epoch
         self.run.skip_batches = batch
+        if epoch and self.run.input_kind == run_lib.TF_DATA:
+            _replay_epochs(self.run.input, epoch)
         if batch == 0:
             self._pending_metrics = None  # Keras resets them each epoch
         self._resume_random = (epoch, meta["random"])
@@ -215,6 +221,17 @@ class Checkpoints(RunCallback):
     def _warn_about_input(self):
         kind = self.run.input_kind
         if kind in ("arrays", "py_dataset"):
+            return
+        if kind == run_lib.TF_DATA:
+            logger.warning(
+                "Checkpoints: a resumed run reads this fit's tf.data.Dataset "
+                "from its start again, making one iterator for each epoch "
+                "already trained (as the run did: a seeded shuffle "
+                "reshuffles alike) and passing over the batches already "
+                "trained on. The position is exact when the dataset's order "
+                "depends only on seeds; a shuffle or a random op without a "
+                "seed reads other batches."
+            )
             return
         logger.warning(
             "Checkpoints: the input position of this fit (%s) cannot be "
@@ -406,3 +423,13 @@ def _set_random(states):
     )
     version, internal, gauss_next = states["python"]
     random.setstate((version, tuple(internal), gauss_next))
+
+
+def _replay_epochs(dataset, epochs):
+    """Makes and drops one iterator of `dataset` per epoch already
+    trained. Keras reads a `tf.data.Dataset` epoch by epoch, one iterator
+    each, and each new iterator advances the seeds of a reshuffling
+    `shuffle(seed=...)`: so the resumed epoch reads that epoch's order,
+    not the first's."""
+    for _ in range(epochs):
+        iter(dataset)
