@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_slim import _keras
 from keras_slim import _keras_optimizer
+from keras_slim import gradients as gradients_lib
 from keras_slim._jax import step_summaries
 from keras_slim._step import gate as gate_lib
 from keras_slim._step import lr_factors
@@ -314,12 +315,7 @@ def _poisoned(grads, loss):
 def _check(plan, grads, loss):
     """`(finite, loss finite, [loss, squared norm])` of the update."""
     present = [g for g in grads if g is not None]
-    squares = None
-    if present:
-        flat = ops.concatenate(
-            [ops.reshape(ops.cast(g, "float32"), [-1]) for g in present]
-        )
-        squares = ops.sum(ops.square(flat))[None]
+    squares = gradients_lib.squared_norms(present) if present else None
     finite, error = gate_lib.numeric_check(loss, squares)
     data = [ops.cast(v, "float32") for v in error[1:]]
     if len(data) == 1:
