@@ -159,6 +159,8 @@ class Summaries(RunCallback):
             # first step, so that a short run leaves summaries.
             self._first = self._trigger.every_n_secs is not None
         self._mark = None
+        run.summary_wanted = False
+        run.summary_outputs = None
         if run.halted:
             return
         # The step this call reaches at most: a mark only before a write.
