@@ -244,6 +244,26 @@ def test_a_seeded_tf_data_pipeline_resumes_exactly_in_a_later_epoch(
         np.testing.assert_array_equal(a, b)
 
 
+def test_steps_per_epoch_warns_that_the_position_is_not_held(tmp_path, caplog):
+    # Keras keeps one iterator across epochs under steps_per_epoch: the
+    # run says before its first step that a resume would not be exact.
+    x, y = helpers.data(64)
+    model = helpers.compile_model(helpers.mlp())
+    saver = keras_slim.callbacks.Checkpoints(
+        str(tmp_path), every_n_steps=2, every_n_secs=None
+    )
+    with caplog.at_level("WARNING", logger="keras_slim"):
+        model.fit(
+            x, y, batch_size=8, epochs=2, steps_per_epoch=3, verbose=0,
+            callbacks=[saver],
+        )  # fmt: skip
+    assert "with steps_per_epoch=3 Keras reads the input" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="keras_slim"):
+        _fit(helpers.compile_model(helpers.mlp()), tmp_path / "plain")
+    assert "steps_per_epoch" not in caplog.text
+
+
 @pytest.fixture
 def mixed_float16():
     keras.mixed_precision.set_dtype_policy("mixed_float16")

@@ -78,6 +78,7 @@ class JaxStep:
         run = run_lib.Run(self)
         run.input_kind = run_lib.input_kind(x)
         run.input = x
+        run.steps_per_epoch = kwargs.get("steps_per_epoch")
         kwargs["callbacks"] = _with_tracker(kwargs.get("callbacks"), run)
         run_lib.attach(self, run)
         try:

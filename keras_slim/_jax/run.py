@@ -70,6 +70,7 @@ class Run:
         input_kind: What the fit reads: "arrays", "py_dataset", "a Python
             generator", "a tf.data.Dataset", or another kind's name.
         input: The fit's `x`.
+        steps_per_epoch: The fit's `steps_per_epoch`, or `None`.
         signals: The run's `StopSignals` (SIGTERM, SIGINT).
         checkpoints: The run's `Checkpoints` callback, or `None`.
         resumed_from: The checkpoint a run resumed from, or `None`.
@@ -106,6 +107,7 @@ class Run:
         self.rollbacks = []
         self.input_kind = "arrays"
         self.input = None
+        self.steps_per_epoch = None
         self._at_end = []
         self._tracker = None
 

@@ -220,6 +220,18 @@ class Checkpoints(RunCallback):
 
     def _warn_about_input(self):
         kind = self.run.input_kind
+        if self.run.steps_per_epoch is not None:
+            logger.warning(
+                "Checkpoints: with steps_per_epoch=%s Keras reads the input "
+                "with one iterator across epochs, whose position a "
+                "checkpoint does not hold: a resumed run reads the input "
+                "from its start again and passes over only the resumed "
+                "epoch's batches. Leave "
+                "steps_per_epoch unset (an epoch is one pass over the "
+                "input) for an exact resume.",
+                self.run.steps_per_epoch,
+            )
+            return
         if kind in ("arrays", "py_dataset"):
             return
         if kind == run_lib.TF_DATA:
