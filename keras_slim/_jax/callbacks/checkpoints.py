@@ -54,7 +54,9 @@ class Checkpoints(RunCallback):
       before the first step. A dataset is also iterated once per epoch
       already trained (Keras makes an iterator each epoch, and each one
       advances a seeded `shuffle`'s reshuffle): exact for a dataset
-      whose order depends only on seeds;
+      whose order depends only on seeds. Under `steps_per_epoch` Keras
+      keeps one iterator across epochs, whose position is not held: a
+      warning says so before the first step;
     - a save is atomic (orbax writes into a temporary directory, renamed
       when complete): one that fails (a full disk, a file-size limit)
       loses no complete checkpoint, leaves nothing partly written, and
