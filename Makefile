@@ -11,10 +11,11 @@ USER_STAMP := $(VENV)/.installed-user
 # Two workers, for 2 cores. Budget: the whole `make test` under 10 minutes
 # from a clean clone (CONTRIBUTING.md). Measured on 2 cores of an AMD
 # EPYC (Zen 3): 14:33 and 18:10 in all before the JAX suite; 28:09 with
-# it and the JAX services (tests/ 18:57, tests_jax/ 6:58, 46 min of CPU),
-# alone on the machine. Over budget: the tests' own work is 1,400 to
-# 1,790 s of CPU on TensorFlow, and the JAX suite adds about 7 minutes
-# (its resume tests run training processes, killed and rerun).
+# it and the JAX services (tests/ 18:57, tests_jax/ 6:58, 46 min of CPU);
+# 30:25 with the JAX in-step summaries and resume cases (tests/ 19:43,
+# tests_jax/ 8:29, 49 min of CPU). Over budget: the tests' own work is
+# 1,400 to 1,790 s of CPU on TensorFlow, and the JAX suite adds about 8
+# minutes (its resume tests run training processes, killed and rerun).
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean
