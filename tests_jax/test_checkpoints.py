@@ -175,6 +175,22 @@ def _trainable(model):
     return [np.array(v) for v in model.trainable_variables]
 
 
+def _saver(directory, every_n_steps):
+    return keras_slim.callbacks.Checkpoints(
+        str(directory), every_n_steps=every_n_steps, every_n_secs=None
+    )
+
+
+def _fresh_fit(inputs, callbacks=(), optimizer=None, **kwargs):
+    """A newly built dropout MLP (the same initial weights each time; a
+    new process would build it afresh) fitted on `inputs`, shuffled."""
+    model = helpers.compile_model(helpers.mlp(dropout=True), optimizer)
+    model.fit(
+        *inputs, shuffle=True, verbose=0, callbacks=list(callbacks), **kwargs
+    )
+    return model
+
+
 @pytest.mark.parametrize("data", ["arrays", "py_dataset"])
 def test_a_stopped_run_rebuilt_and_continued_equals_a_straight_run(
     tmp_path, data
@@ -184,19 +200,15 @@ def test_a_stopped_run_rebuilt_and_continued_equals_a_straight_run(
     # run continued to more epochs. Shuffled, with dropout.
     x, y = helpers.data(64)
     inputs = (x, y) if data == "arrays" else (helpers.Batches(x, y), None)
+    batch_size = 8 if data == "arrays" else None
 
     def fit(epochs, *callbacks):
-        model = helpers.compile_model(helpers.mlp(dropout=True))
-        model.fit(
-            *inputs, batch_size=8 if data == "arrays" else None,
-            epochs=epochs, shuffle=True, verbose=0, callbacks=list(callbacks),
-        )  # fmt: skip
-        return model
+        return _fresh_fit(
+            inputs, callbacks, epochs=epochs, batch_size=batch_size
+        )
 
     def saver():
-        return keras_slim.callbacks.Checkpoints(
-            str(tmp_path), every_n_steps=4, every_n_secs=None
-        )
+        return _saver(tmp_path, 4)
 
     straight = fit(4)
     fit(3, saver(), keras_slim.callbacks.StopAtStep(last_step=13))
@@ -225,13 +237,13 @@ def test_a_seeded_tf_data_pipeline_resumes_exactly_in_a_later_epoch(
 
     def fit(*callbacks):
         model = helpers.compile_model(helpers.mlp(dropout=True))
+        # Built after the model, whose build sets TF's global seed: the
+        # shuffle's order depends on it, as in a script run again.
         model.fit(dataset(), epochs=3, verbose=0, callbacks=list(callbacks))
         return model
 
     def saver():
-        return keras_slim.callbacks.Checkpoints(
-            str(tmp_path), every_n_steps=4, every_n_secs=None
-        )
+        return _saver(tmp_path, 4)
 
     straight = fit()
     fit(saver(), keras_slim.callbacks.StopAtStep(last_step=13))
@@ -249,9 +261,7 @@ def test_steps_per_epoch_warns_that_the_position_is_not_held(tmp_path, caplog):
     # run says before its first step that a resume would not be exact.
     x, y = helpers.data(64)
     model = helpers.compile_model(helpers.mlp())
-    saver = keras_slim.callbacks.Checkpoints(
-        str(tmp_path), every_n_steps=2, every_n_secs=None
-    )
+    saver = _saver(tmp_path, 2)
     with caplog.at_level("WARNING", logger="keras_slim"):
         model.fit(
             x, y, batch_size=8, epochs=2, steps_per_epoch=3, verbose=0,
@@ -301,19 +311,12 @@ def test_the_step_state_resumes_exactly(tmp_path, request, optimizer, stop):
     x, y = helpers.data(64)
 
     def fit(epochs, *callbacks):
-        model = helpers.compile_model(
-            helpers.mlp(dropout=True), optimizer=optimizer()
+        return _fresh_fit(
+            (x, y), callbacks, optimizer(), epochs=epochs, batch_size=8
         )
-        model.fit(
-            x, y, batch_size=8, epochs=epochs, shuffle=True, verbose=0,
-            callbacks=list(callbacks),
-        )  # fmt: skip
-        return model
 
     def saver():
-        return keras_slim.callbacks.Checkpoints(
-            str(tmp_path), every_n_steps=100, every_n_secs=None
-        )
+        return _saver(tmp_path, 100)
 
     straight = fit(3)
     first = [saver()]

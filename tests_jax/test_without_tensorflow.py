@@ -37,16 +37,23 @@ print(json.dumps({
 """
 
 
-def test_a_full_policy_trains_on_two_host_devices_without_tensorflow():
+def _report_without_tensorflow(code):
+    """Runs `code` where TensorFlow cannot be imported, on 2 host devices
+    (`DeploymentConfig` sets the count): `(its last line of output as
+    JSON, its stderr)`."""
     env = {**os.environ, "KERAS_BACKEND": "jax"}
-    env.pop("XLA_FLAGS", None)  # DeploymentConfig sets the device count
+    env.pop("XLA_FLAGS", None)
     result = subprocess.run(
-        [sys.executable, "-c", no_tensorflow.prelude() + _TRAIN],
+        [sys.executable, "-c", no_tensorflow.prelude() + code],
         cwd=no_tensorflow.ROOT, env=env, capture_output=True, text=True,
         timeout=240,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
+
+
+def test_a_full_policy_trains_on_two_host_devices_without_tensorflow():
+    report, _ = _report_without_tensorflow(_TRAIN)
     assert report == {"devices": 2, "tensorflow": [], "frozen": True}
 
 
@@ -86,15 +93,7 @@ print(json.dumps({
 
 
 def test_train_with_every_service_runs_without_tensorflow():
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    env.pop("XLA_FLAGS", None)  # DeploymentConfig sets the device count
-    result = subprocess.run(
-        [sys.executable, "-c", no_tensorflow.prelude() + _TRAIN_WITH_SERVICES],
-        cwd=no_tensorflow.ROOT, env=env, capture_output=True, text=True,
-        timeout=240,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report, log = _report_without_tensorflow(_TRAIN_WITH_SERVICES)
     assert report["step"] == 12 and report["loss"]
     assert report["tensorflow"] == []
     files = report["files"]
@@ -103,6 +102,5 @@ def test_train_with_every_service_runs_without_tensorflow():
     ]  # fmt: skip
     assert any(f.startswith("events.out.tfevents") for f in files), files
     assert "tf_trace-10.json" in files, files
-    log = result.stderr
     assert "global step 12: loss = " in log
     assert "Warm start from " in log and "0 missing, 0 mismatched" in log

@@ -147,28 +147,11 @@ def _Signal(step, number):
     return _signal_callback()(step, number)
 
 
-def _batches():
-    import keras
-
-    class Batches(keras.utils.PyDataset):
-        """Batches of 8 by index, shuffled by Keras (`shuffle=True`)."""
-
-        def __init__(self, x, y):
-            super().__init__()
-            self.x, self.y = x, y
-
-        def __len__(self):
-            return len(self.x) // 8
-
-        def __getitem__(self, index):
-            part = slice(index * 8, (index + 1) * 8)
-            return self.x[part], self.y[part]
-
-    return Batches
-
-
 def _Batches(x, y):
-    return _batches()(x, y)
+    # Imported once the backend and the devices are set (`main`).
+    from tests_jax import helpers
+
+    return helpers.Batches(x, y)
 
 
 if __name__ == "__main__":
