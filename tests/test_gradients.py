@@ -155,3 +155,21 @@ def test_same_numbers_as_tf_slim():
     ours = gradients.clip_gradient_norms(ours, 2.5)
     for (g, _), expected in zip(ours, slim_out):
         np.testing.assert_allclose(g.numpy(), expected, rtol=1e-6)
+
+
+def test_squared_global_norm_is_the_sum_of_the_squared_norms():
+    # One reduction over every gradient (dense, sparse values, float16,
+    # a scalar), equal to the per-gradient norms' sum.
+    grads = [
+        tf.constant([[3.0, 0.0], [0.0, 4.0]]),
+        tf.IndexedSlices(
+            tf.constant([[1.0, 2.0]]), tf.constant([4]), tf.constant([5, 2])
+        ),
+        tf.constant([0.5, -1.5], tf.float16),
+        tf.constant(2.0),
+    ]
+    total = gradients.squared_global_norm(grads)
+    assert total.dtype == tf.float32 and total.shape == ()
+    expected = float(tf.reduce_sum(gradients.squared_norms(grads)))
+    assert float(total) == pytest.approx(expected, rel=1e-6)
+    assert float(total) == pytest.approx(25.0 + 5.0 + 2.5 + 4.0, rel=1e-6)

@@ -3,6 +3,7 @@
 
 import dataclasses
 import functools
+import math
 
 import jax
 import keras
@@ -256,6 +257,12 @@ class _GatedScope(keras.StatelessScope):
     where a select of the results after the update would keep the old
     value and the new one alive side by side (a copy of every slot).
 
+    On XLA's CPU backend the assignments are also released in a chain
+    (`_LINK`): every assignment waits for the global verdict, and once it
+    is known, XLA's CPU executor would find all of them ready at once.
+    Past eight ready kernels it hands the rest to another thread and waits
+    for it, which on a small model costs more than the update itself.
+
     Args:
         take: Scalar boolean: whether the updates apply.
         mapping: `(variable, value)` pairs, the values before the step.
@@ -265,13 +272,33 @@ class _GatedScope(keras.StatelessScope):
         super().__init__(state_mapping=mapping)
         self._take = take
         self._old = dict(self.state_mapping)
+        self._link = _LINK if jax.default_backend() == "cpu" else None
+        self._count = 0
 
     def add_update(self, update):
         variable, value = update
         old = self._old.get(id(variable))
         if old is not None:
             value = ops.where(self._take, value, old)
+            self._count += 1
+            if self._link and self._count % self._link == 0:
+                self._take = _after(self._take, value)
         super().add_update((variable, value))
+
+
+# Gated assignments per link of the chain on XLA:CPU (`_GatedScope`): two,
+# a variable and its slot, so that few are ready at a time.
+_LINK = 2
+
+
+def _after(flag, value):
+    """`flag`, computed only once `value` is: a data dependency that
+    changes nothing (`x == x or x != x` holds for every `x`, NaN
+    included), so that what reads it waits for `value`."""
+    if math.prod(value.shape) == 0:
+        return flag
+    x = ops.reshape(value, (-1,))[0]
+    return ops.logical_and(flag, ops.logical_or(x == x, x != x))
 
 
 def _gated(plan):
@@ -313,9 +340,20 @@ def _poisoned(grads, loss):
 
 
 def _check(plan, grads, loss):
-    """`(finite, loss finite, [loss, squared norm])` of the update."""
+    """`(finite, loss finite, [loss, squared norm])` of the update.
+
+    The gradients are checked through their squared global norm: the sum
+    of the per-gradient norms a clip computes too (the compiled step
+    computes them once), else one reduction over them all."""
     present = [g for g in grads if g is not None]
-    squares = gradients_lib.squared_norms(present) if present else None
+    clipped = plan.policy.clip_norm is not None
+    clipped = clipped or plan.policy.clip_global_norm is not None
+    if not present:
+        squares = None
+    elif not clipped:
+        squares = gradients_lib.squared_global_norm(present)[None]
+    else:
+        squares = gradients_lib.squared_norms(present)
     finite, error = gate_lib.numeric_check(loss, squares)
     data = [ops.cast(v, "float32") for v in error[1:]]
     if len(data) == 1:
