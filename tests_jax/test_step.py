@@ -2,12 +2,16 @@
 keras.distribution equal to one device, the numeric gate, mixed
 precision and gradient accumulation (keras_slim/_jax/step.py)."""
 
+import sys
+
 import jax
 import keras
 import numpy as np
 import pytest
 
 import keras_slim
+from keras_slim._jax import step
+from keras_slim._jax import train_function
 from tests_jax import helpers
 
 DEVICES = 4
@@ -173,9 +177,9 @@ class _Record(keras.callbacks.Callback):
         self.ended = True
 
 
-def test_a_failure_is_raised_at_the_next_call_before_its_steps_count():
-    # The verdict is read one call late: the call after the failure
-    # raises, and the model holds the weights from before the failure.
+def test_a_failure_is_raised_at_a_later_call_before_its_steps_count():
+    # The verdict is read a call late or more: a later call raises, and
+    # the model holds the weights from before the failure.
     x, y = _nan_data()
     model = helpers.compile_model(helpers.mlp())
     reference = helpers.compile_model(helpers.mlp())
@@ -192,6 +196,96 @@ def test_a_failure_is_raised_at_the_next_call_before_its_steps_count():
     helpers.assert_close(
         helpers.weights(reference), helpers.weights(model), atol=0
     )
+
+
+def test_the_verdict_is_read_at_most_once_per_interval(monkeypatch):
+    # A read during the epoch costs the fit loop a sync with the running
+    # step: at most one per READ_INTERVAL. With an interval longer than
+    # the fit, its calls read it once (the first); the failure of step 2
+    # is raised at the epoch's end, before its callbacks, the weights
+    # from before it.
+    monkeypatch.setattr(train_function, "READ_INTERVAL", 3600.0)
+    reads = []
+    read = train_function._failed_step
+
+    def counted(counters):
+        reads.append(sys._getframe(1).f_code.co_name)  # who reads
+        return read(counters)
+
+    monkeypatch.setattr(train_function, "_failed_step", counted)
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    reference = helpers.compile_model(helpers.mlp())
+    _fit(reference, x[:16], y[:16])
+    record = _Record()
+    reads.clear()
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x, y, epochs=2, callbacks=[record])
+    assert info.value.step == 2
+    assert record.batches == [0, 1, 2, 3]  # every batch of the epoch
+    assert record.epochs == [] and not record.ended
+    # The calls' one read (the first call's), then the syncs' (`check`).
+    assert reads.count("__call__") == 1, reads
+    assert reads[0] == "__call__" and reads[1] == "check", reads
+    helpers.assert_close(
+        helpers.weights(reference), helpers.weights(model), atol=0
+    )
+
+
+def _nan_gradient_model(policy):
+    """A model whose loss is finite and whose gradient is not: the
+    `where(h > 0, sqrt(h), 0)` of a linear layer (the gradient of the
+    branch not taken is `0 * nan`)."""
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((8,))
+    h = keras.layers.Dense(16, name="fc1")(inputs)
+    h = keras.layers.Lambda(
+        lambda t: keras.ops.where(t > 0, keras.ops.sqrt(t), 0.0), name="root"
+    )(h)
+    outputs = keras.layers.Dense(3, name="logits")(h)
+    policy = keras_slim.GradientPolicy(**policy)
+    model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
+    return helpers.compile_model(model)
+
+
+@pytest.mark.parametrize(
+    "clip", [{}, {"clip_norm": 1.0}, {"clip_global_norm": 1.0}]
+)
+def test_a_non_finite_gradient_of_a_finite_loss_fails(clip):
+    # The check reads the gradients through their global norm: one
+    # reduction over them all without a clip, the clip's per-gradient
+    # norms with one.
+    x, y = helpers.data()
+    model = _nan_gradient_model(clip)
+    model.build((None, 8))
+    before = helpers.weights(model)
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x, y)
+    assert info.value.step == 1
+    assert info.value.cause == "gradient"
+    assert np.isfinite(info.value.loss)
+    after = helpers.weights(model)
+    for key in before:
+        assert np.array_equal(before[key], after[key], equal_nan=True), key
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[np.nan, 1.0], [np.inf], [-np.inf, 2.0], [0.0], np.zeros([0, 3])],
+    ids=["nan", "inf", "-inf", "zero", "empty"],
+)
+@pytest.mark.parametrize("flag", [True, False])
+def test_the_link_of_the_gated_updates_changes_no_flag(value, flag):
+    # On XLA:CPU the gated assignments wait for one another through
+    # `_after`: a dependency on the value that leaves the flag as it is,
+    # whatever the value, and that XLA's simplifier keeps (a compare of
+    # the value stays in the compiled program).
+    value = jax.numpy.asarray(value, "float32")
+    linked = jax.jit(step._after)
+    assert bool(linked(jax.numpy.asarray(flag), value)) is flag
+    if value.size:
+        compiled = linked.lower(jax.numpy.asarray(flag), value).compile()
+        assert "compare(" in compiled.as_text()
 
 
 @pytest.mark.parametrize("validation", [False, True])
