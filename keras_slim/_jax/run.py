@@ -149,7 +149,7 @@ class Run:
 
     def check(self):
         """Raises now for a step that failed the numeric check, if one
-        did (the train function reads the verdict one call late
+        did (the train function reads the verdict a call late or more
         otherwise): one host read.
 
         Raises:
