@@ -75,9 +75,14 @@ def squared_norms(grads):
     """The squared L2 norm of each gradient, as one float32 vector.
 
     On TensorFlow one `l2_loss` per gradient (`sum(v ** 2) / 2` in one
-    kernel; the values of an `IndexedSlices`), elsewhere `keras.ops`' sum
-    of squares, and one `stack`. The clip stage and the
-    numeric check of a step share one such vector.
+    kernel; the values of an `IndexedSlices`), and one `stack`; on other
+    backends `keras.ops`' sum of squares per gradient. On XLA's CPU
+    backend (Keras on JAX without an accelerator), where each of those
+    sums is two or three kernels (XLA:CPU splits a reduction of more than
+    32 elements in two and fuses the squares into neither), the same sums
+    are taken over all the gradients at once (`_squared_norms_by_blocks`,
+    three kernels in all). The clip stage and the numeric check of a
+    step share one such vector.
 
     Args:
         grads: List of gradients (tensors or `IndexedSlices`), no `None`.
@@ -95,9 +100,47 @@ def squared_norms(grads):
         return 2.0 * tf.stack(
             [tf.nn.l2_loss(tf.cast(_values(g), tf.float32)) for g in grads]
         )
+    if _on_xla_cpu():
+        return _squared_norms_by_blocks(grads)
     return ops.stack(
         [ops.sum(ops.square(ops.cast(_values(g), "float32"))) for g in grads]
     )
+
+
+def _on_xla_cpu():
+    """Whether Keras runs on JAX, and JAX on its CPU backend."""
+    if keras.backend.backend() != "jax":
+        return False
+    import jax
+
+    return jax.default_backend() == "cpu"
+
+
+def _squared_norms_by_blocks(grads):
+    """`squared_norms` in one pass over all the gradients: each is cut
+    into blocks of `_BLOCK` elements (its last one padded with zeros),
+    all of them in one array; one partial sum of squares per block, then
+    each gradient's partials summed (`ops.segment_sum`)."""
+    parts, owners = [], []
+    for i, grad in enumerate(grads):
+        flat = ops.reshape(ops.cast(_values(grad), "float32"), (-1,))
+        blocks = -(-flat.shape[0] // _BLOCK)
+        padding = blocks * _BLOCK - flat.shape[0]
+        parts.append(ops.pad(flat, [(0, padding)]) if padding else flat)
+        owners += [i] * blocks
+    blocks = ops.reshape(ops.concatenate(parts), (-1, _BLOCK))
+    partials = ops.sum(ops.square(blocks), axis=1)
+    return ops.segment_sum(
+        partials,
+        np.asarray(owners, np.int32),
+        num_segments=len(grads),
+        sorted=True,
+    )
+
+
+# The elements of one partial sum of `_squared_norms_by_blocks`: the
+# longest reduction XLA:CPU makes one kernel of, the squares fused in.
+_BLOCK = 32
 
 
 def squared_global_norm(grads):
