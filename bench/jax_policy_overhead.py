@@ -1,39 +1,39 @@
-"""What a full gradient policy costs on Keras's JAX backend: keras.Model.fit
-vs SlimModel.fit, and what reading the numeric verdict once per call
-costs.
+"""What a gradient policy costs on Keras's JAX backend: keras.Model.fit
+vs SlimModel.fit, and what reading the numeric verdict costs.
 
 On the models of bench/policy_overhead.py (an MLP 32-64-64-10 and a CNN
 28x28x1 conv32-pool-conv64-dense10, written again here so that no
 TensorFlow is imported for bench/_common.py's tf.data input), one batch of
-64 repeated, fed as NumPy arrays, SGD with momentum, steps_per_execution=1
-for every variant:
+64 repeated, fed as NumPy arrays, SGD with momentum,
+steps_per_execution=1 for every variant:
 
   keras        keras.Model, plain optimizer
   slim         SlimModel with multipliers + freeze + clip_norm + NaN check
                (the policy of bench/policy_overhead.py)
-  slim-noread  the same SlimModel, its train function patched in this
-               script not to read the verdict on the host (the previous
-               call's counters, one transfer once the call is
-               dispatched): what that read costs
+  slim-noread  the same policy, its train function patched in this
+               script, for its own fits only, not to read the verdict on
+               the host: what that read costs
+  slim-check   SlimModel with the default policy (the NaN check only):
+               what a user who sets no field pays
 
-Each variant runs in its own fresh process (KERAS_BACKEND=jax), one per
-variant per round, their order rotating round by round. A process builds
-each model, warms it up (the compile is left out), then times `--runs`
-fits of 2000 (MLP) or 30 (CNN) steps; its figure is their median
-steps/s. Ratios are per round (processes of the same round side by side),
-then the median and min-max over the rounds. The read's cost per call is
-1e6/slim - 1e6/slim-noread microseconds, per round.
+Side by side in each process: a fresh process (KERAS_BACKEND=jax) builds
+every variant's model, compiles it in a warm-up fit, then times `--blocks`
+blocks; a block is one fit of 500 (MLP) or 10 (CNN) steps of each variant,
+their order rotating block by block. A variant's ratio in a process is
+the median over the blocks of its steps/s over keras's in the same block
+(machine noise hits neighbours alike); the figures are the median and
+min-max of those ratios over `--rounds` fresh processes. The read's cost
+per call is 1e6/slim - 1e6/slim-noread microseconds, per block.
 
-Where the time goes, measured inside the processes (medians over the
-rounds of each process's median of 5 blocks): the compiled step alone
-(Keras's `jit(train_step)` and SlimModel's jitted step, called back to
-back, µs per call), the read of a verdict already computed, and the
-instructions of each compiled step (XLA's entry computation: each fusion,
-copy or dot is one kernel launched per step). Target: slim / keras
->= 0.95. Prints Markdown tables and one JSON line.
+Where the time goes, measured in the same processes: the compiled step
+alone (Keras's `jit(train_step)` and SlimModel's jitted step, called back
+to back, µs per call, median of 5 blocks), the read of a verdict already
+computed, and the instructions of each compiled step (XLA's entry
+computation: each fusion, copy or dot is one kernel launched per step).
+Target: slim / keras >= 0.95. Prints Markdown tables and one JSON line.
 
-Run: `KERAS_BACKEND=jax python bench/jax_policy_overhead.py [--rounds 5]
-[--runs 3] [--model MLP]`.
+Run: `KERAS_BACKEND=jax python bench/jax_policy_overhead.py [--rounds 7]
+[--blocks 15] [--model MLP]`.
 """
 
 import os
@@ -43,6 +43,7 @@ os.environ["KERAS_BACKEND"] = "jax"
 import argparse  # noqa: E402
 import collections  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import pathlib  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
@@ -57,7 +58,7 @@ import numpy as np  # noqa: E402
 import keras_slim  # noqa: E402
 from keras_slim._jax import train_function  # noqa: E402
 
-VARIANTS = ("keras", "slim", "slim-noread")
+VARIANTS = ("keras", "slim", "slim-noread", "slim-check")
 
 POLICY = {
     "multipliers": {"logits/.*": 2.0, r".*/bias": 0.5},
@@ -80,14 +81,14 @@ def cnn_layers(inputs):
     return keras.layers.Dense(10, name="logits")(x)
 
 
-# name: (input shape, layers, steps per timed fit, warm-up steps, calls
+# name: (input shape, layers, steps per block's fit, warm-up steps, calls
 # per block of the compiled step alone). The CNN's step takes about 0.1 s
-# on this CPU under JAX (under 0.01 s on TensorFlow): its runs are short
+# on this CPU under JAX (under 0.01 s on TensorFlow): its fits are short
 # in steps, not in seconds.
 MODELS = {
-    "MLP 32-64-64-10": ((32,), mlp_layers, 2000, 50, 500),
+    "MLP 32-64-64-10": ((32,), mlp_layers, 500, 50, 500),
     "CNN 28x28x1 conv32-pool-conv64-dense10": (
-        (28, 28, 1), cnn_layers, 30, 5, 10,
+        (28, 28, 1), cnn_layers, 10, 3, 10,
     ),
 }  # fmt: skip
 
@@ -95,16 +96,18 @@ MODELS = {
 # The child process: one variant, every model.
 
 
-def skip_verdict_read():
-    """Makes SlimModel's JAX train function skip the verdict's read: its
-    `_failed_step` (the one host read per call, of the previous call's
-    counters) answers 0 without reading. No step fails on this data.
-    """
-    train_function._failed_step = lambda counters: 0
+def skip_verdict_read(model):
+    """Makes `model`'s JAX train function skip the verdict's read during
+    its calls: its next read is never due (`TrainFunction.__call__`); the
+    sync at the end of each fit still reads it. No step fails on this
+    data."""
+    model.make_train_function()
+    model.train_function._next_read = math.inf
 
 
 def library_read(counters):
-    """The read `TrainFunction.__call__` makes once per call."""
+    """The read `TrainFunction.__call__` makes (at most every
+    `READ_INTERVAL` during a fit)."""
     return train_function._failed_step(counters)
 
 
@@ -115,7 +118,8 @@ def build(variant, input_shape, layers):
     if variant == "keras":
         model = keras.Model(inputs, outputs)
     else:
-        policy = keras_slim.GradientPolicy(**POLICY)
+        fields = {} if variant == "slim-check" else POLICY
+        policy = keras_slim.GradientPolicy(**fields)
         model = keras_slim.SlimModel(inputs, outputs, gradient_policy=policy)
     model.compile(
         optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
@@ -202,27 +206,34 @@ def read_us(model):
     return microseconds(run, 500)
 
 
-def child(variant, names, runs):
-    if variant == "slim-noread":
-        skip_verdict_read()
+def child(names, blocks):
+    """One process: every variant of each model, side by side."""
     results = {}
     for name in names:
         input_shape, layers, steps, warmup, calls = MODELS[name]
-        model = build(variant, input_shape, layers)
         x, y = data(input_shape, steps)
         fit = dict(batch_size=64, epochs=1, verbose=0, shuffle=False)
-        model.fit(x[: 64 * warmup], y[: 64 * warmup], **fit)  # compiles
-        rates = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            model.fit(x, y, **fit)
-            rates.append(steps / (time.perf_counter() - start))
-        result = {"steps_per_s": statistics.median(rates)}
-        if variant in ("keras", "slim"):
-            result["kernels"] = kernels(model, x, y)
-            result["step_us"] = step_us(model, x, y, calls)
-        if variant == "slim":
-            result["read_us"] = read_us(model)
+        models = {v: build(v, input_shape, layers) for v in VARIANTS}
+        for variant, model in models.items():
+            model.fit(x[: 64 * warmup], y[: 64 * warmup], **fit)  # compiles
+        skip_verdict_read(models["slim-noread"])
+        rates = {v: [] for v in VARIANTS}
+        for block in range(blocks):
+            # The order rotates, so that no variant always goes first.
+            shift = block % len(VARIANTS)
+            for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+                start = time.perf_counter()
+                models[variant].fit(x, y, **fit)
+                rates[variant].append(steps / (time.perf_counter() - start))
+        result = {"steps_per_s": rates}
+        result["kernels"] = {
+            v: kernels(models[v], x, y) for v in ("keras", "slim", "slim-check")
+        }
+        result["step_us"] = {
+            v: step_us(models[v], x, y, calls)
+            for v in ("keras", "slim", "slim-check")
+        }
+        result["read_us"] = read_us(models["slim"])
         results[name] = result
     print(json.dumps(results))
 
@@ -230,16 +241,16 @@ def child(variant, names, runs):
 # The parent: fresh processes, rounds, ratios.
 
 
-def run_child(variant, names, runs):
+def run_child(names, blocks):
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     command = [sys.executable, str(pathlib.Path(__file__).resolve())]
-    command += ["--child", variant, "--runs", str(runs)]
+    command += ["--child", "--blocks", str(blocks)]
     command += [arg for name in names for arg in ("--name", name)]
     result = subprocess.run(
-        command, capture_output=True, text=True, env=env, timeout=1800
+        command, capture_output=True, text=True, env=env, timeout=3600
     )
     if result.returncode != 0:
-        raise RuntimeError(f"{variant}:\n{result.stderr[-3000:]}")
+        raise RuntimeError(result.stderr[-3000:])
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -257,27 +268,39 @@ def text(s, fmt="{:.3f}"):
 
 
 def summarize(name, rounds):
-    """Medians and per-round ratios of one model over the rounds."""
-    per_round = [{v: r[v][name] for v in VARIANTS} for r in rounds]
-    rates = {v: [r[v]["steps_per_s"] for r in per_round] for v in VARIANTS}
-    noread = rates["slim-noread"]
+    """Per-process ratios (median over its blocks), then their median and
+    spread over the processes."""
+    processes = [r[name] for r in rounds]
+
+    def per_process(function):
+        return [function(p["steps_per_s"]) for p in processes]
+
+    def ratio(variant):
+        return lambda rates: statistics.median(
+            a / k for a, k in zip(rates[variant], rates["keras"])
+        )
+
+    def read_cost(rates):
+        return statistics.median(
+            1e6 / a - 1e6 / n
+            for a, n in zip(rates["slim"], rates["slim-noread"])
+        )
+
     return {
-        "steps_per_s": {v: statistics.median(r) for v, r in rates.items()},
-        "over_keras": {
-            v: spread([a / k for a, k in zip(rates[v], rates["keras"])])
-            for v in VARIANTS[1:]
+        "steps_per_s": {
+            v: statistics.median(
+                statistics.median(p["steps_per_s"][v]) for p in processes
+            )
+            for v in VARIANTS
         },
-        "read_us_per_call": spread(
-            [1e6 / a - 1e6 / n for a, n in zip(rates["slim"], noread)]
-        ),
+        "over_keras": {v: spread(per_process(ratio(v))) for v in VARIANTS[1:]},
+        "read_us_per_call": spread(per_process(read_cost)),
         "step_us": {
-            v: statistics.median(r[v]["step_us"] for r in per_round)
-            for v in ("keras", "slim")
+            v: statistics.median(p["step_us"][v] for p in processes)
+            for v in processes[0]["step_us"]
         },
-        "ready_read_us": statistics.median(
-            r["slim"]["read_us"] for r in per_round
-        ),
-        "kernels": {v: rounds[0][v][name]["kernels"] for v in VARIANTS[:2]},
+        "ready_read_us": statistics.median(p["read_us"] for p in processes),
+        "kernels": processes[0]["kernels"],
     }
 
 
@@ -289,16 +312,16 @@ def kernel_text(ops):
 def report(args, names, summaries):
     print(
         f"keras {keras.__version__}, jax {jax.__version__}, "
-        f"{os.cpu_count()} CPUs, {args.rounds} rounds of fresh processes "
-        f"x {args.runs} fits; ratios: median (min to max) of per-round "
-        "ratios"
+        f"{os.cpu_count()} CPUs, {args.rounds} fresh processes x "
+        f"{args.blocks} blocks; ratios: median (min to max) over the "
+        "processes of each one's median ratio"
     )
     print()
     print(
         "| model | keras fit steps/s | SlimModel full policy | / keras "
-        "| SlimModel, no verdict read | / keras |"
+        "| no verdict read | / keras | default policy (check) | / keras |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name in names:
         rate, ratio = (
             summaries[name][k] for k in ("steps_per_s", "over_keras")
@@ -310,9 +333,9 @@ def report(args, names, summaries):
     print()
     print(
         "| model | the read, µs per call | a ready verdict's read, µs "
-        "| compiled step alone µs: keras | SlimModel |"
+        "| compiled step alone µs: keras | full policy | default policy |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name in names:
         s = summaries[name]
         cost, ready, step = (
@@ -322,16 +345,19 @@ def report(args, names, summaries):
         )
         print(
             f"| {name} | {text(cost, '{:.0f}')} | {ready:.1f} | "
-            f"{step['keras']:.0f} | {step['slim']:.0f} |"
+            f"{step['keras']:.0f} | {step['slim']:.0f} | "
+            f"{step['slim-check']:.0f} |"
         )
     print()
-    print("| model | keras step: kernels | SlimModel step: kernels |")
-    print("|---|---|---|")
+    print(
+        "| model | keras step: kernels | full policy: kernels "
+        "| default policy: kernels |"
+    )
+    print("|---|---|---|---|")
     for name in names:
         k = summaries[name]["kernels"]
-        print(
-            f"| {name} | {kernel_text(k['keras'])} | {kernel_text(k['slim'])} |"
-        )
+        cells = [kernel_text(k[v]) for v in ("keras", "slim", "slim-check")]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     print()
     line = {
         "bench": "jax_policy_overhead",
@@ -339,7 +365,7 @@ def report(args, names, summaries):
         "keras": keras.__version__,
         "cpus": os.cpu_count(),
         "rounds": args.rounds,
-        "runs": args.runs,
+        "blocks": args.blocks,
         "models": summaries,
     }
     print(json.dumps(line))
@@ -347,26 +373,23 @@ def report(args, names, summaries):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument(
-        "--runs", type=int, default=3, help="timed fits per process"
+        "--blocks", type=int, default=15, help="timed blocks per process"
     )
     parser.add_argument(
         "--model", default="", help="only the models whose name has this"
     )
-    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--name", action="append", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return child(args.child, args.name, args.runs)
+        return child(args.name, args.blocks)
     names = [name for name in MODELS if args.model in name]
     rounds = []
     for round_ in range(args.rounds):
-        # The order rotates, so that no variant always goes first.
-        shift = round_ % len(VARIANTS)
-        order = VARIANTS[shift:] + VARIANTS[:shift]
-        rounds.append({v: run_child(v, names, args.runs) for v in order})
-        print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
+        rounds.append(run_child(names, args.blocks))
+        print(f"process {round_ + 1}/{args.rounds} done", file=sys.stderr)
     summaries = {name: summarize(name, rounds) for name in names}
     report(args, names, summaries)
 
