@@ -257,11 +257,12 @@ class _GatedScope(keras.StatelessScope):
     where a select of the results after the update would keep the old
     value and the new one alive side by side (a copy of every slot).
 
-    On XLA's CPU backend the assignments are also released in a chain
-    (`_LINK`): every assignment waits for the global verdict, and once it
-    is known, XLA's CPU executor would find all of them ready at once.
-    Past eight ready kernels it hands the rest to another thread and waits
-    for it, which on a small model costs more than the update itself.
+    On XLA's CPU backend each assignment also waits for the one before
+    it (`_after`, in its condition): every assignment waits for the
+    global verdict, and once it is known, XLA's CPU executor would find
+    all of them ready at once. Past eight ready kernels it hands the rest
+    to another thread and waits for it, which on a small model costs more
+    than the update itself.
 
     Args:
         take: Scalar boolean: whether the updates apply.
@@ -272,23 +273,19 @@ class _GatedScope(keras.StatelessScope):
         super().__init__(state_mapping=mapping)
         self._take = take
         self._old = dict(self.state_mapping)
-        self._link = _LINK if jax.default_backend() == "cpu" else None
-        self._count = 0
+        self._chained = jax.default_backend() == "cpu"
+        self._last = None
 
     def add_update(self, update):
         variable, value = update
         old = self._old.get(id(variable))
         if old is not None:
-            value = ops.where(self._take, value, old)
-            self._count += 1
-            if self._link and self._count % self._link == 0:
-                self._take = _after(self._take, value)
+            take = self._take
+            if self._chained and self._last is not None:
+                take = _after(take, self._last)
+            value = ops.where(take, value, old)
+            self._last = value
         super().add_update((variable, value))
-
-
-# Gated assignments per link of the chain on XLA:CPU (`_GatedScope`): two,
-# a variable and its slot, so that few are ready at a time.
-_LINK = 2
 
 
 def _after(flag, value):
