@@ -128,8 +128,8 @@ def _squared_norms_by_blocks(grads):
         padding = blocks * _BLOCK - flat.shape[0]
         parts.append(ops.pad(flat, [(0, padding)]) if padding else flat)
         owners += [i] * blocks
-    blocks = ops.reshape(ops.concatenate(parts), (-1, _BLOCK))
-    partials = ops.sum(ops.square(blocks), axis=1)
+    rows = ops.reshape(ops.concatenate(parts), (-1, _BLOCK))
+    partials = ops.sum(ops.square(rows), axis=1)
     return ops.segment_sum(
         partials,
         np.asarray(owners, np.int32),
@@ -147,10 +147,8 @@ def squared_global_norm(grads):
     """The squared L2 norm of all the gradients together, as one scalar.
 
     `ops.sum(squared_norms(grads))` up to rounding, computed as one
-    reduction over the gradients concatenated, where `squared_norms` makes
-    one per gradient: on XLA's CPU backend each of those is two or three
-    kernels. For the numeric check when no clip needs the per-gradient
-    norms.
+    reduction over the gradients concatenated, without the per-gradient
+    sums: for the numeric check when no clip needs them.
 
     Args:
         grads: List of gradients (tensors or `IndexedSlices`), no `None`.
