@@ -13,7 +13,8 @@ USER_STAMP := $(VENV)/.installed-user
 # EPYC (Zen 3): 14:33 and 18:10 in all before the JAX suite; 28:09 with
 # it and the JAX services (tests/ 18:57, tests_jax/ 6:58, 46 min of CPU);
 # 30:25 with the JAX in-step summaries and resume cases (tests/ 19:43,
-# tests_jax/ 8:29, 49 min of CPU). Over budget: the tests' own work is
+# tests_jax/ 8:29, 49 min of CPU); 29:09 at 442ccd7 (tests/ 18:25,
+# tests_jax/ 8:40, 51 min of CPU). Over budget: the tests' own work is
 # 1,400 to 1,790 s of CPU on TensorFlow, and the JAX suite adds about 8
 # minutes (its resume tests run training processes, killed and rerun).
 PYTEST_WORKERS ?= 2
