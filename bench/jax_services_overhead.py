@@ -14,24 +14,26 @@ arrays, SGD with momentum, steps_per_execution=1):
             LogEveryNSteps() (every 100 steps), NanLossGuard(),
             StopAtStep(last_step=10**9)
 
-Each variant runs in its own fresh process, one per variant per round,
-their order rotating round by round. A process builds each model, warms
-it up (two fits: the compile, and for `services` a restore of the first
-fit's checkpoint), then times `--runs` pairs of fits, of a quarter and of
-all of 2000 (MLP) or 30 (CNN) steps. The steady rate is the difference's
-(steps / seconds of the longer fit's extra steps): what a long run pays
-per step. What a fit pays once (for `services`: the lock, the restore of
-the last checkpoint, the summary at the first step, the save at the end)
-is the shorter fit's time beyond its steps at that rate. Both are medians
-over the pairs; ratios are per round, then the median and min-max over
-the rounds. Target: services / keras >= 0.9 at the steady rate.
+The variants run side by side in each process: a fresh process builds
+and compiles every variant (for `services`, a second warm-up fit restores
+the first one's checkpoint), then times `--blocks` blocks; in a block each
+variant, in an order rotating block by block, runs a pair of fits, of a
+quarter and of all of `STEPS` (2000 for the MLP, 30 for the CNN). The
+steady rate is the difference's (steps / seconds of the longer fit's
+extra steps): what a long run pays per step. What a fit pays once (for
+`services`: the lock, the restore of the last checkpoint, the summary at
+the first step, the save at the end) is the shorter fit's time beyond its
+steps at that rate. A variant's ratio in a process is the median over
+its blocks of its rate over keras's in the same block; the figures are
+the median and min-max of those over `--rounds` fresh processes. Target:
+services / keras >= 0.9 at the steady rate.
 
 The save's cost: in the `services` process, the median of 5 saves of the
 model's state through the library's store (orbax-checkpoint, synchronous,
 into a fresh directory each), in ms, and as steps of that model.
 
 Run: `KERAS_BACKEND=jax python bench/jax_services_overhead.py
-[--rounds 5] [--runs 3] [--model MLP]`. Prints Markdown tables and one
+[--rounds 5] [--blocks 4] [--model MLP]`. Prints Markdown tables and one
 JSON line.
 """
 
@@ -58,6 +60,9 @@ import keras_slim  # noqa: E402
 from keras_slim._jax import checkpoint_store  # noqa: E402
 
 VARIANTS = ("keras", "slim", "services")
+
+# Steps of the longer fit of a pair, by model (the shorter: a quarter).
+STEPS = {"MLP 32-64-64-10": 2000, "CNN 28x28x1 conv32-pool-conv64-dense10": 30}
 
 
 def services(directory):
@@ -93,74 +98,93 @@ def save_ms(model):
     return statistics.median(times)
 
 
-def child(variant, names, runs):
+def child(names, blocks):
+    """One process: every variant of each model, side by side."""
     results = {}
     for name in names:
-        input_shape, layers, steps, warmup, _ = policy_bench.MODELS[name]
-        build = "keras" if variant == "keras" else "slim"
-        model = policy_bench.build(build, input_shape, layers)
-        x, y = policy_bench.data(input_shape, steps)
+        input_shape, layers, _, warmup, _ = policy_bench.MODELS[name]
+        steps = STEPS[name]
         short = steps // 4
+        x, y = policy_bench.data(input_shape, steps)
         fit = dict(batch_size=64, epochs=1, verbose=0, shuffle=False)
         directory = tempfile.mkdtemp()
-        with_services = variant == "services"
+        models = {
+            v: policy_bench.build(
+                "keras" if v == "keras" else "slim", input_shape, layers
+            )
+            for v in VARIANTS
+        }
 
-        def timed(n):
+        def timed(variant, n):
+            with_services = variant == "services"
             callbacks = services(directory) if with_services else []
             start = time.perf_counter()
-            model.fit(x[: 64 * n], y[: 64 * n], callbacks=callbacks, **fit)
+            models[variant].fit(
+                x[: 64 * n], y[: 64 * n], callbacks=callbacks, **fit
+            )
             return time.perf_counter() - start
 
-        # Compiles; a second fit restores the first one's checkpoint.
-        timed(warmup)
-        timed(warmup)
-        rates, fixed = [], []
-        for _ in range(runs):
-            t_short, t_long = timed(short), timed(steps)
-            rate = (steps - short) / (t_long - t_short)
-            rates.append(rate)
-            fixed.append((t_short - short / rate) * 1e3)
-        result = {
-            "steps_per_s": statistics.median(rates),
-            "per_fit_ms": statistics.median(fixed),
+        for variant in VARIANTS:
+            # Compiles; for services a second fit restores the first's
+            # checkpoint.
+            timed(variant, warmup)
+            timed(variant, warmup)
+        rates = {v: [] for v in VARIANTS}
+        fixed = {v: [] for v in VARIANTS}
+        for block in range(blocks):
+            shift = block % len(VARIANTS)
+            for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+                t_short, t_long = timed(variant, short), timed(variant, steps)
+                rate = (steps - short) / (t_long - t_short)
+                rates[variant].append(rate)
+                fixed[variant].append((t_short - short / rate) * 1e3)
+        results[name] = {
+            "steps_per_s": rates,
+            "per_fit_ms": fixed,
+            "save_ms": save_ms(models["services"]),
         }
-        if with_services:
-            result["save_ms"] = save_ms(model)
         shutil.rmtree(directory)
-        results[name] = result
     print(json.dumps(results))
 
 
-def run_child(variant, names, runs):
+def run_child(names, blocks):
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     command = [sys.executable, str(pathlib.Path(__file__).resolve())]
-    command += ["--child", variant, "--runs", str(runs)]
+    command += ["--child", "--blocks", str(blocks)]
     command += [arg for name in names for arg in ("--name", name)]
     result = subprocess.run(
-        command, capture_output=True, text=True, env=env, timeout=1800
+        command, capture_output=True, text=True, env=env, timeout=3600
     )
     if result.returncode != 0:
-        raise RuntimeError(f"{variant}:\n{result.stderr[-3000:]}")
+        raise RuntimeError(result.stderr[-3000:])
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def summarize(name, rounds):
-    per_round = [{v: r[v][name] for v in VARIANTS} for r in rounds]
-    rates = {v: [r[v]["steps_per_s"] for r in per_round] for v in VARIANTS}
-    save = statistics.median(r["services"]["save_ms"] for r in per_round)
-    step_ms = 1e3 / statistics.median(rates["services"])
+    """Per-process ratios (median over its blocks), then their median and
+    spread over the processes."""
+    processes = [r[name] for r in rounds]
+    median = statistics.median
+
+    def ratio(p, v):
+        rates = p["steps_per_s"]
+        return median(a / k for a, k in zip(rates[v], rates["keras"]))
+
+    rates = {
+        v: median(median(p["steps_per_s"][v]) for p in processes)
+        for v in VARIANTS
+    }
+    save = median(p["save_ms"] for p in processes)
     return {
-        "steps_per_s": {v: statistics.median(r) for v, r in rates.items()},
+        "steps_per_s": rates,
         "over_keras": {
-            v: policy_bench.spread(
-                [a / k for a, k in zip(rates[v], rates["keras"])]
-            )
+            v: policy_bench.spread([ratio(p, v) for p in processes])
             for v in VARIANTS[1:]
         },
         "save_ms": save,
-        "save_in_steps": save / step_ms,
+        "save_in_steps": save / (1e3 / rates["services"]),
         "per_fit_ms": {
-            v: statistics.median(r[v]["per_fit_ms"] for r in per_round)
+            v: median(median(p["per_fit_ms"][v]) for p in processes)
             for v in VARIANTS
         },
     }
@@ -170,9 +194,9 @@ def report(args, names, summaries):
     text = policy_bench.text
     print(
         f"keras {keras.__version__}, jax {jax.__version__}, "
-        f"{os.cpu_count()} CPUs, {args.rounds} rounds of fresh processes "
-        f"x {args.runs} fits; ratios: median (min to max) of per-round "
-        "ratios"
+        f"{os.cpu_count()} CPUs, {args.rounds} fresh processes x "
+        f"{args.blocks} blocks; ratios: median (min to max) over the "
+        "processes of each one's median ratio"
     )
     print()
     print(
@@ -202,7 +226,7 @@ def report(args, names, summaries):
                 "keras": keras.__version__,
                 "cpus": os.cpu_count(),
                 "rounds": args.rounds,
-                "runs": args.runs,
+                "blocks": args.blocks,
                 "models": summaries,
             }
         )
@@ -212,20 +236,19 @@ def report(args, names, summaries):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=3, help="timed fits")
+    parser.add_argument("--blocks", type=int, default=4, help="per process")
     parser.add_argument("--model", default="", help="only these models")
-    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--name", action="append", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.name, args.runs)
+        child(args.name, args.blocks)
         return
     names = [n for n in policy_bench.MODELS if args.model in n]
     rounds = []
     for i in range(args.rounds):
-        order = VARIANTS[i % 3 :] + VARIANTS[: i % 3]
-        rounds.append({v: run_child(v, names, args.runs) for v in order})
-        print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
+        rounds.append(run_child(names, args.blocks))
+        print(f"process {i + 1}/{args.rounds} done", file=sys.stderr)
     summaries = {name: summarize(name, rounds) for name in names}
     report(args, names, summaries)
 
