@@ -81,8 +81,8 @@ def squared_norms(grads):
     sums is two or three kernels (XLA:CPU splits a reduction of more than
     32 elements in two and fuses the squares into neither), the same sums
     are taken over all the gradients at once (`_squared_norms_by_blocks`,
-    three kernels in all). The clip stage and the numeric check of a
-    step share one such vector.
+    three kernels in all), unless a layout map shards the variables. The
+    clip stage and the numeric check of a step share one such vector.
 
     Args:
         grads: List of gradients (tensors or `IndexedSlices`), no `None`.
@@ -108,12 +108,18 @@ def squared_norms(grads):
 
 
 def _on_xla_cpu():
-    """Whether Keras runs on JAX, and JAX on its CPU backend."""
+    """Whether Keras runs on JAX, JAX on its CPU backend, and no layout
+    map shards the variables (under `ModelParallel` one array of every
+    gradient would gather each gradient's shards on every device)."""
     if keras.backend.backend() != "jax":
         return False
     import jax
 
-    return jax.default_backend() == "cpu"
+    distribution = keras.distribution.distribution()
+    sharded = distribution is not None and not isinstance(
+        distribution, keras.distribution.DataParallel
+    )
+    return jax.default_backend() == "cpu" and not sharded
 
 
 def _squared_norms_by_blocks(grads):

@@ -78,3 +78,18 @@ def test_the_clip_on_jax_arrays_clips_each_gradient_by_its_norm(layout):
     for (clipped, _), grad, square in zip(pairs, grads, _reference(grads)):
         expected = np.asarray(grad) / max(np.sqrt(square), 1.0)
         np.testing.assert_allclose(clipped, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_a_layout_map_keeps_one_sum_per_gradient():
+    # Under ModelParallel one array of every gradient would gather each
+    # one's shards on every device: the per-gradient layout is kept.
+    devices = keras.distribution.list_devices()
+    mesh = keras.distribution.DeviceMesh((len(devices),), ["model"], devices)
+    layout_map = keras.distribution.LayoutMap(mesh)
+    model_parallel = keras.distribution.ModelParallel(layout_map=layout_map)
+    data_parallel = keras.distribution.DataParallel(devices=devices)
+    assert gradients._on_xla_cpu()
+    with model_parallel.scope():
+        assert not gradients._on_xla_cpu()
+    with data_parallel.scope():
+        assert gradients._on_xla_cpu()

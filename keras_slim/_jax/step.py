@@ -294,7 +294,9 @@ def _after(flag, value):
     included), so that what reads it waits for `value`."""
     if math.prod(value.shape) == 0:
         return flag
-    x = ops.reshape(value, (-1,))[0]
+    # Its first element, not a reshape: a variable sharded by a layout map
+    # would be laid out again to be flattened.
+    x = value[(0,) * len(value.shape)]
     return ops.logical_and(flag, ops.logical_or(x == x, x != x))
 
 
