@@ -23,7 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _script(directory, out, *args):
     """Runs tests_jax/scripts/resume_run.py in its own process, on 4 host
     devices (a `DataParallel` of 4 clones)."""
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT)
+    env = dict(os.environ, KERAS_BACKEND="jax")
+    env["PYTHONPATH"] = os.pathsep.join([os.environ["PYTHONPATH"], ROOT])
     return subprocess.run(
         [sys.executable, "-m", "tests_jax.scripts.resume_run",
          "--directory", str(directory), "--out", str(out), "--devices", "4",

@@ -31,11 +31,16 @@ print(json.dumps(results))
 """
 
 
+def _path():
+    """The run's `PYTHONPATH` (tests_jax/conftest.py), then the root."""
+    return os.pathsep.join([os.environ["PYTHONPATH"], str(no_tensorflow.ROOT)])
+
+
 def test_each_command_refuses_the_jax_backend_first(tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "jax"}
     result = subprocess.run(
         [sys.executable, "-c", _RUN],
-        cwd=tmp_path, env={**env, "PYTHONPATH": str(no_tensorflow.ROOT)},
+        cwd=tmp_path, env={**env, "PYTHONPATH": _path()},
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]

@@ -10,6 +10,10 @@ AdamW with moving averages, a gradient policy), run in its own process.
 `--kill_at` sends itself SIGKILL when the global step reaches STEP (at a
 batch's end, after `Checkpoints` saw it); `--term_at` sends SIGTERM. The
 run that finishes writes every variable, by path, to `--out`.
+
+It runs as on a machine without TensorFlow (`tests_jax/no_tensorflow.py`),
+the JAX images' case; with TensorFlow installed, Keras's
+`set_random_seed` would import it (about 3 s of each run).
 """
 
 import argparse
@@ -43,6 +47,10 @@ def main(argv=None):
     os.environ["KERAS_BACKEND"] = "jax"
     flag = f"--xla_force_host_platform_device_count={args.devices}"
     os.environ["XLA_FLAGS"] = flag
+
+    from tests_jax import no_tensorflow
+
+    no_tensorflow.install()
 
     import keras
     import numpy as np
