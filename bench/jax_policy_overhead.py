@@ -152,8 +152,10 @@ def compiled_step(model, x, y):
     if not isinstance(function, train_function.TrainFunction):
         # Keras's, as JAXTrainer.make_train_function jits it
         return jax.jit(model.train_step, donate_argnums=0), [state, batch]
-    # SlimModel's TrainFunction: its jitted step, with its counters
-    return function._step, [state, function.counters, batch]
+    # SlimModel's TrainFunction: its jitted step, with a copy of its
+    # counters (the step donates them, as it donates the state)
+    counters = jax.tree.map(jax.numpy.copy, function.counters)
+    return function._step, [state, counters, batch]
 
 
 def kernels(model, x, y):
@@ -186,7 +188,10 @@ def step_us(model, x, y, calls):
 
     def run(n):
         for _ in range(n):
-            args[0] = step(*args)[1]
+            out = step(*args)
+            args[0] = out[1]
+            if len(out) == 3:  # SlimModel's step donates its counters
+                args[1] = out[2]
         jax.block_until_ready(args[0])
 
     run(20)

@@ -198,6 +198,51 @@ def test_a_failure_is_raised_at_a_later_call_before_its_steps_count():
     )
 
 
+@pytest.mark.parametrize(
+    "error", [[1.5, 2.25], [np.nan, np.inf], [-np.inf, -0.0], [3e38, 1e-45]]
+)
+def test_the_counters_hold_ints_and_floats_in_one_array(error):
+    ints = [7, 3, 2, 5, 1]
+    packed = step.packed_counters(ints, error)
+    assert packed.dtype == np.int32 and packed.shape == (step.SIZE,)
+    read_ints, read_error = step.host_counters(jax.numpy.asarray(packed))
+    assert read_ints.tolist() == ints
+    np.testing.assert_array_equal(read_error, np.float32(error))
+    assert np.signbit(read_error).tolist() == np.signbit(error).tolist()
+    # The step's own packing agrees with the host's, bit for bit.
+    in_step = jax.jit(lambda i, e: step._unpacked(step._packed(i, e)))(
+        jax.numpy.asarray(ints, "int32"), jax.numpy.asarray(error, "float32")
+    )
+    assert np.asarray(in_step[0]).tolist() == ints
+    np.testing.assert_array_equal(np.asarray(in_step[1]), np.float32(error))
+
+
+def test_the_step_donates_its_counters_and_the_verdict_still_reads():
+    # Each call's counters are the next call's input, donated as the
+    # state is: the host reads the verdict before the next step takes
+    # them, and a failure read there is raised before that step runs.
+    x, y = _nan_data()
+    model = helpers.compile_model(helpers.mlp())
+    seen = []
+
+    class Counters(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(self._model.train_function.counters)  # no sync
+
+    _fit(model, x[:16], y[:16])
+    _fit(model, x[32:64], y[32:64], callbacks=[Counters()])
+    assert len(seen) == 2
+    assert seen[0].is_deleted() and not seen[1].is_deleted()
+    assert step.host_counters(seen[1])[0].tolist() == [0] * 5
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        _fit(model, x[16:], y[16:])
+    assert info.value.step == 4 and info.value.cause == "loss"
+    assert int(model.optimizer.iterations) == 3
+    # The flag is cleared once raised, and the model trains on.
+    _fit(model, x[32:], y[32:])
+    assert int(model.optimizer.iterations) == 5
+
+
 def test_the_verdict_is_read_at_most_once_per_interval(monkeypatch):
     # A read during the epoch costs the fit loop a sync with the running
     # step: at most one per READ_INTERVAL. With an interval longer than

@@ -11,6 +11,7 @@ from keras_slim import _keras
 from keras_slim import _keras_optimizer
 from keras_slim import _run
 from keras_slim import _signals
+from keras_slim._jax import step as step_lib
 
 __all__ = ["Run", "Tracker", "attach", "current", "input_kind", "of"]
 
@@ -161,10 +162,8 @@ class Run:
         """The step's counters (skipped steps, the loss scale's
         overflows), as JSON lists."""
         counters = self.model.train_function.counters
-        return {
-            "ints": np.asarray(counters.ints).tolist(),
-            "error": np.asarray(counters.error).tolist(),
-        }
+        ints, error = step_lib.host_counters(counters)
+        return {"ints": ints.tolist(), "error": error.tolist()}
 
     def counters_from(self, saved):
         """Restores the step's counters `counters_to_json` gave."""

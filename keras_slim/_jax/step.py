@@ -7,6 +7,7 @@ import math
 
 import jax
 import keras
+import numpy as np
 from keras import ops
 
 from keras_slim import _keras
@@ -16,11 +17,24 @@ from keras_slim._jax import step_summaries
 from keras_slim._step import gate as gate_lib
 from keras_slim._step import lr_factors
 
-__all__ = ["JaxPlan", "Counters", "initial_counters", "plan_for", "run"]
+__all__ = [
+    "JaxPlan",
+    "host_counters",
+    "initial_counters",
+    "packed_counters",
+    "plan_for",
+    "run",
+]
 
-# The fields of the step's counters (`Counters.ints`), kept beside Keras's
-# state by the train function.
+# The step's counters, kept beside Keras's state by the train function:
+# one int32 vector, `[failed step, skipped, first skipped, last skipped,
+# overflows, loss, squared gradient norm]`, 0 where none; the last two
+# (of the step that failed) are float32 values held in its bits. One
+# array, not one per type: each array a step takes and returns costs
+# Keras's `fit` loop on JAX some microseconds a step.
 FAILED, SKIPPED, FIRST_SKIPPED, LAST_SKIPPED, OVERFLOWS = range(5)
+INTS = 5
+SIZE = INTS + 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,32 +94,57 @@ class JaxPlan:
         return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
 
 
-@dataclasses.dataclass
-class Counters:
-    """The step's own state beside Keras's four lists.
-
-    Attributes:
-        ints: int32 vector: `[failed step, skipped, first skipped, last
-            skipped, overflows]` (0 where none).
-        error: float32 vector: `[loss, squared gradient norm]` of the step
-            that failed.
-    """
-
-    ints: object
-    error: object
-
-
-jax.tree_util.register_dataclass(
-    Counters, data_fields=["ints", "error"], meta_fields=[]
-)
-
-
 def initial_counters():
-    """Counters of a model that has not skipped or failed a step."""
-    return Counters(
-        ints=jax.numpy.zeros([5], "int32"),
-        error=jax.numpy.zeros([2], "float32"),
-    )
+    """The counters of a model that has not skipped or failed a step."""
+    return jax.numpy.zeros([SIZE], "int32")
+
+
+def host_counters(counters):
+    """`(ints, error)` of the counters, read on the host: the five ints
+    as an int32 NumPy vector, and `[loss, squared gradient norm]` of the
+    step that failed as a float32 one.
+
+    Args:
+        counters: The step's counters (a JAX array).
+
+    Returns:
+        `(ints, error)`.
+
+    Example:
+    ```python
+    ints, error = host_counters(model.train_function.counters)
+    ints[SKIPPED]  # steps skipped so far
+    ```
+    """
+    values = np.asarray(counters)
+    return values[:INTS], values[INTS:].view(np.float32)
+
+
+def packed_counters(ints, error):
+    """The counters of `ints` (5) and `error` (2 floats), on the host:
+    what `host_counters` reads back.
+
+    Args:
+        ints: The five ints.
+        error: `[loss, squared gradient norm]`.
+
+    Returns:
+        An int32 NumPy vector.
+    """
+    error = np.asarray(error, np.float32).view(np.int32)
+    return np.concatenate([np.asarray(ints, np.int32), error])
+
+
+def _unpacked(counters):
+    """`(ints, error)` of the counters, in the step."""
+    error = jax.lax.bitcast_convert_type(counters[INTS:], "float32")
+    return counters[:INTS], error
+
+
+def _packed(ints, error):
+    """The counters of `ints` and `error`, in the step."""
+    bits = jax.lax.bitcast_convert_type(ops.cast(error, "float32"), "int32")
+    return ops.concatenate([ints, bits])
 
 
 def plan_for(model, policy, raises):
@@ -147,7 +186,7 @@ def run(model, plan, state, counters, data, summaries=None):
         plan: Its `JaxPlan`.
         state: Keras's `(trainable, non-trainable, optimizer, metrics)`
             variable values.
-        counters: The step's `Counters`.
+        counters: The step's counters (`initial_counters`).
         data: The batch, `(x, y, sample_weight)` in Keras's convention.
         summaries: A `step_summaries.SummaryPlan` for a step that also
             returns what `Summaries` writes from inside the step, or
@@ -196,7 +235,7 @@ def _update(model, plan, tv, ov, grads, loss, counters):
     mapping = list(zip(model.trainable_variables, tv))
     mapping += list(zip(optimizer.variables, ov))
     old = [value for _, value in mapping]
-    failed_before = counters.ints[FAILED] > 0
+    failed_before = counters[FAILED] > 0
     with keras.StatelessScope(state_mapping=mapping):
         step = inner.iterations + 1  # the global step this update makes
         if plan.accumulation:
@@ -225,11 +264,7 @@ def _update(model, plan, tv, ov, grads, loss, counters):
         ]
     recorded = _record(plan, counters, step, ready, finite, fails, error)
     # After a failure the call's later steps change nothing, counters too.
-    counters = jax.tree_util.tree_map(
-        lambda before, now: ops.where(failed_before, before, now),
-        counters,
-        recorded,
-    )
+    counters = ops.where(failed_before, counters, recorded)
     hold = ops.logical_or(
         keep,
         ops.logical_and(ops.logical_not(counted), ops.logical_not(loss_finite)),
@@ -445,7 +480,7 @@ def _outcome(plan, ready, finite, loss_finite):
 def _record(plan, counters, step, ready, finite, fails, error):
     """The counters after this update: a skipped one (an overflow among
     them) counted, a failing one's global step and error recorded."""
-    ints = counters.ints
+    ints, before = _unpacked(counters)
     step = ops.cast(step, "int32")
     skipped = ops.logical_and(ready, ops.logical_not(finite))
     skipped = ops.logical_and(skipped, ops.logical_not(fails))
@@ -464,7 +499,7 @@ def _record(plan, counters, step, ready, finite, fails, error):
     )
     ints = ops.where(skipped, after_skip, ints)
     ints = ops.where(fails, ops.concatenate([step[None], ints[1:]]), ints)
-    return Counters(ints=ints, error=ops.where(fails, error, counters.error))
+    return _packed(ints, ops.where(fails, error, before))
 
 
 def _metrics(model, mv, unscaled, counted, batch):

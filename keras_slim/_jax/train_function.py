@@ -7,7 +7,6 @@ import time
 
 import jax
 import keras
-import numpy as np
 
 from keras_slim import errors
 from keras_slim._jax import _keras as jax_keras
@@ -28,9 +27,10 @@ class TrainFunction:
     the iterator ends), as Keras's own. The step cannot assert under
     `jit`: it applies nothing on a failing update and records the step in
     its counters, which keep every later step from applying anything.
-    The verdict is read on the host a call late or more: once the next
-    call is dispatched, only if it is ready (the host never waits for the
-    device there) and at most once every `READ_INTERVAL` (5 ms), and at
+    The verdict is read on the host a call late or more: by the next
+    call, before its step takes the counters (the step donates them, as
+    it donates the state), only if it is ready (the host never waits for
+    the device there) and at most once every `READ_INTERVAL` (5 ms), and at
     every state sync (`check`, which `SlimModel.jax_state_sync` calls at
     the end of each epoch, of `fit` and of `train_on_batch`).
     `NanLossDuringTrainingError` is raised with the model holding the
@@ -51,10 +51,7 @@ class TrainFunction:
         self._model = model
         self._next_read = 0.0
         self.plan = plan
-        # Zero counters, made once: the step does not donate its counters,
-        # so each `fit` starts from these same arrays (`reset`).
-        self._zero = _placed(step_lib.initial_counters())
-        self.counters = self._zero
+        self.counters = _placed(step_lib.initial_counters())
         self._out_shardings = self._shardings()
         self._step = self._compile()
         self._summarizing = {}
@@ -72,8 +69,9 @@ class TrainFunction:
         return (None, shardings, counters)
 
     def _compile(self, summaries=None):
-        """The step, jitted as Keras jits its own (the state donated);
-        with `summaries`, the one that also returns what they write."""
+        """The step, jitted as Keras jits its own (the state donated, and
+        the counters too: each call's are the next call's input); with
+        `summaries`, the one that also returns what they write."""
         step = functools.partial(
             step_lib.run, self._model, self.plan, summaries=summaries
         )
@@ -82,7 +80,7 @@ class TrainFunction:
         out_shardings = self._out_shardings
         if out_shardings is not None and summaries is not None:
             out_shardings += (None,)
-        return jax.jit(step, donate_argnums=0, out_shardings=out_shardings)
+        return jax.jit(step, donate_argnums=(0, 1), out_shardings=out_shardings)
 
     def _step_for(self, run):
         """The step this call runs: the plain one, or on a call whose end
@@ -112,8 +110,23 @@ class TrainFunction:
             if _rolling_back(run):
                 return self._call_rolling_back(run, state, iterator)
             return self._call_in_run(run, state, iterator)
-        previous = self.counters
-        logs, state, counters = self._step(state, previous, next(iterator))
+        # The previous call's verdict, read before this call's step takes
+        # its counters (it donates them): if that step is done (the host
+        # never waits here), and at most every `READ_INTERVAL` seconds (a
+        # read costs the fit loop about 20 µs a step when it meets a
+        # running step). A failure is sticky (no later step applies
+        # anything, every later call's counters say so), so a verdict not
+        # read now is read at a later call or at the next sync (`check`),
+        # the state still the one from before the failure.
+        counters = self.counters
+        now = time.monotonic()
+        if now >= self._next_read and counters.is_ready():
+            self._next_read = now + READ_INTERVAL
+            failed = _failed_step(counters)
+            if failed:
+                jax_keras.attach_state(self._model, state)
+                raise self._error(failed, counters)
+        logs, state, counters = self._step(state, counters, next(iterator))
         read = 1
         for _ in range(self._model.steps_per_execution - 1):
             try:
@@ -126,22 +139,6 @@ class TrainFunction:
         if run is not None:
             run.ran(read, read)
             run.logs = logs
-        # The previous call's verdict, read once this call is dispatched,
-        # if its steps are done (the host never waits here), and at most
-        # every `READ_INTERVAL` seconds: a read touches a buffer of the
-        # running step's, which costs about 20 µs of a `fit` step. A
-        # failure is sticky (no later step applies anything, every later
-        # call's counters say so), so a verdict not read now is read at a
-        # later call or at the next sync (`check`), the state returned here
-        # still the one from before the failure.
-        failed = 0
-        now = time.monotonic()
-        if now >= self._next_read and previous.ints.is_ready():
-            self._next_read = now + READ_INTERVAL
-            failed = _failed_step(previous)
-        if failed:
-            jax_keras.attach_state(self._model, state)
-            raise self._error(failed, previous)
         return logs, state
 
     def _traced(self, run, state, iterator):
@@ -199,7 +196,7 @@ class TrainFunction:
             return
         run = run_lib.current(self._model)
         if run is not None and run.rollbacks_left:
-            run.rolled_back(_error(failed, self.counters.error))
+            run.rolled_back(_error(failed, self.counters))
             self.counters = _cleared(self.counters)
             return
         raise self._error(failed, self.counters)
@@ -208,24 +205,22 @@ class TrainFunction:
         """The error of the failed step, the flag cleared so that it is
         raised once."""
         self.counters = _cleared(self.counters)
-        return _error(failed, counters.error)
+        return _error(failed, counters)
 
     def _call_rolling_back(self, run, state, iterator):
         """A call under `NanLossGuard(rollback=n)` (one step a call): the
-        previous call's verdict is read (waiting for it); if its step
-        failed, it changed nothing and neither did this one (a failure is
-        sticky), so this call's batch runs again from the same state with
-        the failure cleared: the run goes on as if the bad batch had not
-        been there."""
-        previous = self.counters
+        previous call's verdict is read first (waiting for it); if its
+        step failed, it changed nothing, so this call's batch runs from
+        the same state with the failure cleared: the run goes on as if the
+        bad batch had not been there."""
+        counters = self.counters
         step = self._step_for(run)
         data = next(iterator)
-        logs, state, counters = step(state, previous, data)
-        failed = _failed_step(previous)
+        failed = _failed_step(counters)
         if failed:
-            run.rolled_back(_error(failed, previous.error))
-            logs, state, counters = step(state, _cleared(previous), data)
-        self.counters = counters
+            run.rolled_back(_error(failed, counters))
+            counters = _cleared(counters)
+        logs, state, self.counters = step(state, counters, data)
         run.ran(1, 1)
         run.logs = logs
         return logs, state
@@ -233,26 +228,23 @@ class TrainFunction:
     def reset(self):
         """Starts the counters again from zero (each `fit` counts its
         own skipped steps)."""
-        self.counters = self._zero
+        self.counters = _placed(step_lib.initial_counters())
 
     def restore_counters(self, ints, error):
         """Sets the counters a checkpoint saved (`Checkpoints`).
 
         Args:
-            ints: The five ints of `Counters.ints`.
-            error: The two floats of `Counters.error`.
+            ints: The five ints (`step_lib.host_counters`).
+            error: `[loss, squared gradient norm]` of a failed step.
         """
-        counters = step_lib.Counters(
-            ints=jax.numpy.asarray(ints, "int32"),
-            error=jax.numpy.asarray(error, "float32"),
-        )
-        self.counters = _placed(counters)
+        packed = step_lib.packed_counters(ints, error)
+        self.counters = _placed(jax.numpy.asarray(packed))
 
     def skipped_steps(self):
         """`(count, first, last)` of the steps skipped since the last
         `reset`, as ints (a loss-scale overflow among them); first and
         last are 0 while the count is 0."""
-        ints = [int(v) for v in self.counters.ints]
+        ints = [int(v) for v in step_lib.host_counters(self.counters)[0]]
         return (
             ints[step_lib.SKIPPED],
             ints[step_lib.FIRST_SKIPPED],
@@ -283,18 +275,15 @@ def _rolling_back(run):
 
 def _cleared(counters):
     """The counters with the failure flag down, placed as they were."""
-    ints = counters.ints
-    cleared = ints.at[step_lib.FAILED].set(0)
-    return step_lib.Counters(
-        ints=jax.device_put(cleared, ints.sharding), error=counters.error
-    )
+    cleared = counters.at[step_lib.FAILED].set(0)
+    return jax.device_put(cleared, counters.sharding)
 
 
 def _failed_step(counters):
     """The step a call's counters name as failed, 0 for none: one
     device-to-host transfer (indexing on the device first would run one
     more operation, about 0.3 ms on a CPU)."""
-    return int(np.asarray(counters.ints)[step_lib.FAILED])
+    return int(step_lib.host_counters(counters)[0][step_lib.FAILED])
 
 
 def _placed(counters):
@@ -309,9 +298,9 @@ def _placed(counters):
     )
 
 
-def _error(step, error):
+def _error(step, counters):
     """The `NanLossDuringTrainingError` of the step that failed."""
-    loss, squares = (float(v) for v in error)
+    loss, squares = (float(v) for v in step_lib.host_counters(counters)[1])
     cause = "gradient" if math.isfinite(loss) else "loss"
     norm = math.sqrt(squares) if squares >= 0 else float("nan")
     return errors.NanLossDuringTrainingError(

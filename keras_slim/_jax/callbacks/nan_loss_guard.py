@@ -4,8 +4,6 @@ loss or gradient is not finite."""
 import logging
 import time
 
-import numpy as np
-
 from keras_slim._jax import step as step_lib
 from keras_slim._jax.callbacks._base import RunCallback
 from keras_slim.callbacks import nan_loss_guard
@@ -111,7 +109,7 @@ class NanLossGuard(RunCallback):
 
     def on_train_batch_end(self, batch, logs=None):
         counters = self._model.train_function.counters
-        if not self.fail and counters.ints.is_ready():
+        if not self.fail and counters.is_ready():
             self._report(counters, final=False)
 
     def on_train_end(self, logs=None):
@@ -119,7 +117,7 @@ class NanLossGuard(RunCallback):
             self._report(self._model.train_function.counters, final=True)
 
     def _report(self, counters, final):
-        ints = np.asarray(counters.ints)
+        ints = step_lib.host_counters(counters)[0]
         count = int(ints[step_lib.SKIPPED])
         overflows = int(ints[step_lib.OVERFLOWS])
         first = int(ints[step_lib.FIRST_SKIPPED])
