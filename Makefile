@@ -14,9 +14,12 @@ USER_STAMP := $(VENV)/.installed-user
 # it and the JAX services (tests/ 18:57, tests_jax/ 6:58, 46 min of CPU);
 # 30:25 with the JAX in-step summaries and resume cases (tests/ 19:43,
 # tests_jax/ 8:29, 49 min of CPU); 29:09 at 442ccd7 (tests/ 18:25,
-# tests_jax/ 8:40, 51 min of CPU). Over budget: the tests' own work is
-# 1,400 to 1,790 s of CPU on TensorFlow, and the JAX suite adds about 8
-# minutes (its resume tests run training processes, killed and rerun).
+# tests_jax/ 8:40, 51 min of CPU). On 2 cores of an Intel Xeon, where
+# the same work takes about half the CPU: 14:53 at 00661f4 (tests/ 11:43,
+# tests_jax/ 2:02 with its processes started as tests/'s and XLA's
+# compilation cache shared by the run; 3:52 before; 26 min of CPU).
+# Over budget: the tests' own work is 1,400 to 1,790 s of CPU on
+# TensorFlow on the EPYC.
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint docs bench clean

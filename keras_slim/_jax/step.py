@@ -95,8 +95,10 @@ class JaxPlan:
 
 
 def initial_counters():
-    """The counters of a model that has not skipped or failed a step."""
-    return jax.numpy.zeros([SIZE], "int32")
+    """The counters of a model that has not skipped or failed a step:
+    copied from the host (each `fit` starts from new ones, the step
+    donating them), not computed by an operation on the device."""
+    return jax.numpy.asarray(np.zeros([SIZE], np.int32))
 
 
 def host_counters(counters):
