@@ -33,7 +33,8 @@ computation: each fusion, copy or dot is one kernel launched per step).
 Target: slim / keras >= 0.95. Prints Markdown tables and one JSON line.
 
 Run: `KERAS_BACKEND=jax python bench/jax_policy_overhead.py [--rounds 7]
-[--blocks 15] [--model MLP]`.
+[--blocks 15] [--model MLP]`; `--steps 3` runs it on a few steps, a check
+that it runs (tests_jax/test_bench.py), not a measurement.
 """
 
 import os
@@ -211,11 +212,15 @@ def read_us(model):
     return microseconds(run, 500)
 
 
-def child(names, blocks):
-    """One process: every variant of each model, side by side."""
+def child(names, blocks, quick=None):
+    """One process: every variant of each model, side by side; `quick`
+    steps per block, warm-up and compiled-step timing in place of each
+    model's own (a check that the script runs)."""
     results = {}
     for name in names:
         input_shape, layers, steps, warmup, calls = MODELS[name]
+        if quick:
+            steps = warmup = calls = quick
         x, y = data(input_shape, steps)
         fit = dict(batch_size=64, epochs=1, verbose=0, shuffle=False)
         models = {v: build(v, input_shape, layers) for v in VARIANTS}
@@ -246,10 +251,12 @@ def child(names, blocks):
 # The parent: fresh processes, rounds, ratios.
 
 
-def run_child(names, blocks):
+def run_child(names, blocks, quick=None):
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     command = [sys.executable, str(pathlib.Path(__file__).resolve())]
     command += ["--child", "--blocks", str(blocks)]
+    if quick:
+        command += ["--steps", str(quick)]
     command += [arg for name in names for arg in ("--name", name)]
     result = subprocess.run(
         command, capture_output=True, text=True, env=env, timeout=3600
@@ -385,15 +392,22 @@ def main(argv=None):
     parser.add_argument(
         "--model", default="", help="only the models whose name has this"
     )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help="steps per block, warm-up and compiled-step timing, in place "
+        "of each model's own: a quick check that the script runs, not a "
+        "measurement",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--name", action="append", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return child(args.name, args.blocks)
+        return child(args.name, args.blocks, args.steps)
     names = [name for name in MODELS if args.model in name]
     rounds = []
     for round_ in range(args.rounds):
-        rounds.append(run_child(names, args.blocks))
+        rounds.append(run_child(names, args.blocks, args.steps))
         print(f"process {round_ + 1}/{args.rounds} done", file=sys.stderr)
     summaries = {name: summarize(name, rounds) for name in names}
     report(args, names, summaries)

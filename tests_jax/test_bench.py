@@ -1,8 +1,11 @@
-"""The JAX benches still run: bench/jax_devices.py at a tiny size.
+"""The JAX benches still run: bench/jax_devices.py at a tiny size, and
+bench/jax_policy_overhead.py on a few steps.
 
 Speed itself is measured by the scripts in bench/, never by tests; this
-only keeps the script that is meant to be copied to a GPU machine from
-rotting (its flags, its JSON line, its DataParallel path).
+only keeps the scripts from rotting: the one meant to be copied to a GPU
+machine (its flags, its JSON line, its DataParallel path), and the one
+that steps `SlimModel`'s compiled step by hand (its arguments follow the
+train function's: the counters it donates).
 """
 
 import json
@@ -43,3 +46,26 @@ def test_jax_devices_runs_tiny_on_two_host_devices():
     assert fp32["slim_images_per_s"] > 0
     assert fp32["slim_over_keras"]["median"] > 0
     assert list(line["results"]) == ["fp32"]
+
+
+def test_jax_policy_overhead_runs_on_a_few_steps():
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["KERAS_BACKEND"] = "jax"
+    flags = ["--rounds", "1", "--blocks", "1", "--steps", "3"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "jax_policy_overhead.py"),
+         *flags, "--model", "MLP"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert line["bench"] == "jax_policy_overhead"
+    (name,) = line["models"]
+    assert name.startswith("MLP")
+    model = line["models"][name]
+    assert set(model["over_keras"]) == {"slim", "slim-noread", "slim-check"}
+    assert all(rate > 0 for rate in model["steps_per_s"].values())
+    assert all(us > 0 for us in model["step_us"].values())
+    # Keras's step and the policy's: dots and fusions counted for each.
+    for ops in model["kernels"].values():
+        assert ops["dot"] == 3 and ops["fusion"] > 0
