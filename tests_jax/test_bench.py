@@ -66,6 +66,7 @@ def test_jax_policy_overhead_runs_on_a_few_steps():
     assert set(model["over_keras"]) == {"slim", "slim-noread", "slim-check"}
     assert all(rate > 0 for rate in model["steps_per_s"].values())
     assert all(us > 0 for us in model["step_us"].values())
-    # Keras's step and the policy's: dots and fusions counted for each.
+    # The kernels of Keras's step and of the policy's, counted for each.
+    assert set(model["kernels"]) == {"keras", "slim", "slim-check"}
     for ops in model["kernels"].values():
-        assert ops["dot"] == 3 and ops["fusion"] > 0
+        assert sum(ops.values()) > 0
