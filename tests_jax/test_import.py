@@ -256,3 +256,21 @@ def test_a_tensorflow_only_entry_point_refuses_first(name, tmp_path):
     assert "'jax' (KERAS_BACKEND=jax)" in message
     assert instead in message
     assert not os.path.exists(directory)
+
+
+def test_the_suites_processes_collect_again_once_keras_is_imported():
+    # tests/startup/sitecustomize.py starts this suite's processes too
+    # (tests_jax/conftest.py): the collector paused until Keras is
+    # imported, where no TensorFlow is, then resumed; Keras's own imports
+    # of scikit-learn and matplotlib skipped.
+    seen = _run_on_jax(
+        "import gc, json\n"
+        "paused = not gc.isenabled()\n"
+        "import keras\n"
+        "print(json.dumps({'paused': paused, 'after': gc.isenabled(),\n"
+        "    'skipped': not {'sklearn', 'matplotlib'} & set(sys.modules),\n"
+        "    'tensorflow': 'tensorflow' in sys.modules}))\n"
+    )
+    assert seen == {
+        "paused": True, "after": True, "skipped": True, "tensorflow": False,
+    }  # fmt: skip
