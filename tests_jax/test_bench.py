@@ -63,7 +63,9 @@ def test_jax_policy_overhead_runs_on_a_few_steps():
     (name,) = line["models"]
     assert name.startswith("MLP")
     model = line["models"][name]
-    assert set(model["over_keras"]) == {"slim", "slim-noread", "slim-check"}
+    slim = {"slim", "slim-noread", "slim-check"}
+    assert set(model["over_keras"]) == {"keras-waiting", *slim}
+    assert set(model["over_keras_waiting"]) == slim
     assert all(rate > 0 for rate in model["steps_per_s"].values())
     assert all(us > 0 for us in model["step_us"].values())
     # The kernels of Keras's step and of the policy's, counted for each.

@@ -138,7 +138,98 @@ def test_no_service_copies_the_state_back_on_each_batch(tmp_path):
     assert with_services == alone <= 2 * 4 + 1
 
 
-def test_a_run_is_the_slim_models_own():
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3)])
-    with pytest.raises(ValueError, match="keras_slim.SlimModel"):
-        run_lib.of(model)
+class _Ahead(keras.callbacks.Callback):
+    """At each batch's begin, whether the last call's step is still
+    running on the device: the host dispatched past it."""
+
+    def __init__(self, batch_end=False):
+        super().__init__()
+        self.running = []
+        if batch_end:  # a user's callback that reads each step's logs
+            self.on_train_batch_end = lambda batch, logs=None: None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        logs = run_lib.current(self._model).logs
+        if logs is not None:
+            self.running.append(not logs["loss"].is_ready())
+
+
+def _heavy_model():
+    """A SlimModel whose step takes tens of ms on a CPU."""
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((512,))
+    h = keras.layers.Dense(1024, activation="relu")(inputs)
+    outputs = keras.layers.Dense(3)(h)
+    model = keras_slim.SlimModel(inputs, outputs)
+    return helpers.compile_model(model, keras.optimizers.SGD(0.01))
+
+
+def _running(model_callbacks, ahead):
+    """`ahead.running` after a fit of 12 batches of the heavy model."""
+    x = np.random.default_rng(0).normal(size=(12 * 128, 512))
+    y = np.zeros(len(x), "int32")
+    _heavy_model().fit(
+        x.astype("float32"), y, batch_size=128, epochs=1, verbose=0,
+        shuffle=False, callbacks=[*model_callbacks, ahead],
+    )  # fmt: skip
+    assert len(ahead.running) == 11
+    return ahead.running
+
+
+def test_services_leave_the_host_ahead_of_the_device(tmp_path, monkeypatch):
+    # On a GPU or a TPU (the CPU standing in for one here), `fit` leaves
+    # each batch's end to Keras's thread pool and the host dispatches the
+    # next step while the device runs this one. Keras's `fit` would wait
+    # for each step's logs for a callback that implements
+    # `on_train_batch_end`: keras_slim's services act in `after_call`.
+    monkeypatch.setattr(run_lib, "waits_each_step", lambda: False)
+    services = [
+        keras_slim.callbacks.StopAtStep(last_step=10**6),
+        keras_slim.callbacks.LogEveryNSteps(5),
+        keras_slim.callbacks.Checkpoints(str(tmp_path / "c")),
+        keras_slim.callbacks.NanLossGuard(fail=False),
+        keras_slim.callbacks.Summaries(str(tmp_path / "s")),
+        keras_slim.callbacks.Trace(str(tmp_path / "t"), every_n_steps=100),
+    ]
+    assert any(_running(services, _Ahead()))
+    # The check can fail: a callback that implements the hook (here a
+    # user's) makes Keras wait for every step.
+    assert not any(_running([], _Ahead(batch_end=True)))
+
+
+def test_on_a_cpu_the_loop_waits_for_each_step():
+    # Where JAX computes on the host's CPU, the hand-off to a thread pool
+    # costs more than the wait (bench/jax_policy_overhead.py's
+    # keras-waiting variant): `SlimModel.fit` waits for each step, with
+    # no callback of the user's.
+    assert run_lib.waits_each_step()
+    assert not any(_running([], _Ahead()))
+
+
+def test_train_to_the_data_end_runs_ahead_and_returns_the_last_loss(
+    tmp_path, monkeypatch
+):
+    # With no `number_of_steps`, any call may be the last: `train` keeps
+    # the loss tracker's totals around each call on the device and reads
+    # them once, at the end. (Its default logs every step's loss, as
+    # TF-Slim's: that reads each step.) On a CPU standing in for a GPU.
+    monkeypatch.setattr(run_lib, "waits_each_step", lambda: False)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12 * 128, 512)).astype("float32")
+    y = rng.integers(0, 3, len(x)).astype("int32")
+
+    def train(callback, logdir):
+        return keras_slim.train(
+            _heavy_model(), (x, y), str(tmp_path / logdir), batch_size=128,
+            log_every_n_steps=None, callbacks=[callback],
+        )  # fmt: skip
+
+    ahead = _Ahead()
+    loss = train(ahead, "a")
+    assert any(ahead.running)
+    means = _Losses()
+    assert train(means, "b") == loss
+    # The last step's own loss, from Keras's running means (equal batches).
+    n = len(means.means)
+    own = n * means.means[-1] - (n - 1) * means.means[-2]
+    np.testing.assert_allclose(loss, own, rtol=1e-4)

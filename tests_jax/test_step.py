@@ -270,8 +270,8 @@ def test_the_verdict_is_read_at_most_once_per_interval(monkeypatch):
     assert record.batches == [0, 1, 2, 3]  # every batch of the epoch
     assert record.epochs == [] and not record.ended
     # The calls' one read (the first call's), then the syncs' (`check`).
-    assert reads.count("__call__") == 1, reads
-    assert reads[0] == "__call__" and reads[1] == "check", reads
+    assert reads.count("_call") == 1, reads
+    assert reads[0] == "_call" and reads[1] == "check", reads
     helpers.assert_close(
         helpers.weights(reference), helpers.weights(model), atol=0
     )

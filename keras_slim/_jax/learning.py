@@ -6,6 +6,7 @@ import math
 import warnings
 
 import keras
+import numpy as np
 
 from keras_slim import _train_checks
 from keras_slim import callbacks as callbacks_lib
@@ -162,8 +163,10 @@ def _writers(s):
 
 class LastStepLoss(RunCallback):
     """The loss of the last step run, what TF-Slim's `train` returns:
-    the loss tracker read around a call only when it may be the last (the
-    stop step known), else around every call.
+    the loss tracker's total and count copied on the device around a
+    call only when it may be the last (the stop step known), else around
+    every call, and read on the host once, when `loss` is asked for (a
+    read after every call would make the host wait for each step).
 
     Args:
         settings: `train`'s checked arguments.
@@ -172,7 +175,16 @@ class LastStepLoss(RunCallback):
     def __init__(self, settings):
         super().__init__()
         self._settings = settings
-        self.loss = None
+        self._totals = None
+
+    @property
+    def loss(self):
+        """The last step's loss as a float, or `None` before a step ran."""
+        if self._totals is None:
+            return None
+        before, after = (np.asarray(t, np.float64) for t in self._totals)
+        total, count = after - before
+        return float(total / count) if count else None
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
@@ -190,14 +202,12 @@ class LastStepLoss(RunCallback):
             run.per_step
         )
         self._mark = (
-            self.run.loss_totals()
+            run.loss_totals(on_device=True)
             if reach >= self._last or (self._last == math.inf)
             else None
         )
 
-    def on_train_batch_end(self, batch, logs=None):
+    def after_call(self):
         if self._mark is None or self.run.no_step:
             return
-        total, count = self.run.loss_totals() - self._mark
-        if count:
-            self.loss = float(total / count)
+        self._totals = (self._mark, self.run.loss_totals(on_device=True))

@@ -148,7 +148,7 @@ class JaxStep:
 def _with_tracker(callbacks, run):
     """The fit's callbacks with the run's tracker first (Keras's
     `CallbackList` keeps a list's order, whatever it holds)."""
-    tracker = run_lib.Tracker(run)
+    tracker = run_lib.tracker(run)
     if isinstance(callbacks, keras.callbacks.CallbackList):
         callbacks.callbacks.insert(0, tracker)
         return callbacks

@@ -4,6 +4,7 @@ function and keras_slim's callbacks, in one object."""
 import inspect
 import logging
 
+import jax
 import keras
 import numpy as np
 
@@ -110,6 +111,8 @@ class Run:
         self.input = None
         self.steps_per_epoch = None
         self._at_end = []
+        self._after_call = []
+        self._returned = None
         self._tracker = None
 
     def start(self):
@@ -122,7 +125,8 @@ class Run:
     @property
     def step(self):
         """The global step (`optimizer.iterations`), from the host count."""
-        self.start()
+        if self.batches is None:
+            self.start()
         return self.batches // self.per_step
 
     def stop_at(self, step):
@@ -140,6 +144,41 @@ class Run:
         """Calls `function()` when the fit ends, however it ends (Keras
         calls no callback when a step or a callback raised)."""
         self._at_end.append(function)
+
+    def after_each_call(self, function):
+        """Calls `function()` after each call of the train function, in
+        `fit`'s loop, before Keras's `on_train_batch_end`.
+
+        keras_slim's callbacks act there, not in `on_train_batch_end`:
+        Keras's `fit` waits for each step's logs (it converts them to
+        Python floats) before it calls a callback that implements that
+        hook, which keeps the host from dispatching the next step while
+        the device runs this one (on a GPU, the MLP of
+        bench/jax_services_overhead.py ran at 0.57x plain `fit` so). A
+        function called here reads the run (the host step, the call's
+        logs and state) and waits for the device only for a value it
+        uses.
+
+        Args:
+            function: A callable of no argument.
+        """
+        self._after_call.append(function)
+
+    def call_ended(self, state):
+        """Runs the `after_each_call` functions, `state()` being the one
+        the call returned (Keras holds it only once the call is back).
+
+        Args:
+            state: The state the call returned.
+        """
+        if not self._after_call:
+            return
+        self._returned = state
+        try:
+            for function in self._after_call:
+                function()
+        finally:
+            self._returned = None
 
     def close(self):
         """Runs the `at_end` functions, newest first, and releases the
@@ -193,13 +232,17 @@ class Run:
             len(self.rollbacks) + self.rollbacks_left,
         )
 
-    def loss_totals(self):
+    def loss_totals(self, on_device=False):
         """The loss tracker's `(total, count)` as of the last call, on the
         host (two numbers read): the loss of the steps between two reads
         is the difference's ratio, their examples its count.
 
+        Args:
+            on_device: Whether to leave them on the device, copied into a
+                new array (the next step donates the state's): no wait.
+
         Returns:
-            A numpy array of two floats.
+            A numpy array of two floats; with `on_device`, a JAX array.
         """
         if self._tracker is None:
             tracker = _keras.loss_tracker(self.model)
@@ -211,6 +254,8 @@ class Run:
                 positions[id(tracker.count)],
             ]
         metrics = self.state()[3]
+        if on_device:
+            return _pair(*(metrics[i] for i in self._tracker))
         return np.array([float(metrics[i]) for i in self._tracker])
 
     def loss_scale(self):
@@ -237,12 +282,14 @@ class Run:
 
     def state(self):
         """The values of the model's four variable lists as of the last
-        call: what Keras's loop holds during an epoch, else the
-        variables'.
+        call: the call's own in an `after_each_call` function, what
+        Keras's loop holds during an epoch, else the variables'.
 
         Returns:
             `(trainable, non_trainable, optimizer, metrics)` lists.
         """
+        if self._returned is not None:
+            return tuple(list(values) for values in self._returned)
         held = getattr(self.model, "_jax_state", None)
         model = self.model
         if held and not getattr(model, "_jax_state_synced", True):
@@ -254,6 +301,13 @@ class Run:
             [v.value for v in model.optimizer.variables],
             [v.value for v in model.metrics_variables],
         )
+
+
+@jax.jit
+def _pair(total, count):
+    """`[total, count]`, one new array (compiled once: `jnp.stack` alone
+    would dispatch its parts one by one, several times the cost)."""
+    return jax.numpy.stack([total, count])
 
 
 def attach(model, run):
@@ -350,3 +404,49 @@ class Tracker(keras.callbacks.Callback):
 
     def on_train_batch_begin(self, batch, logs=None):
         self._fit.start()
+
+
+class WaitingTracker(Tracker):
+    """The tracker where JAX computes on the host's CPU: it implements
+    `on_train_batch_end`, so Keras's `fit` calls the batch-end callbacks
+    in its loop once the step's logs are computed, instead of handing
+    each batch's end to a thread pool (what Keras does when no callback
+    implements that hook, for the host to dispatch the next step while
+    an accelerator runs this one).
+
+    On a CPU the device is the host's own cores, and the hand-off costs
+    more than the wait: on 2 cores, plain `keras.Model.fit` of a small
+    MLP runs 1.16x as fast with its loop waiting (docs/benchmarks.md).
+    On a GPU or a TPU the wait would keep the host from running ahead:
+    there the plain `Tracker` is used.
+
+    Args:
+        run: The fit's `Run`.
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        pass
+
+
+def tracker(run):
+    """The first callback of a `SlimModel.fit`: a `WaitingTracker` where
+    JAX computes on the CPU (`waits_each_step`), else a `Tracker`.
+
+    Args:
+        run: The fit's `Run`.
+
+    Returns:
+        The callback.
+
+    Example:
+    ```python
+    callbacks = [run_lib.tracker(run), *user_callbacks]
+    ```
+    """
+    return WaitingTracker(run) if waits_each_step() else Tracker(run)
+
+
+def waits_each_step():
+    """Whether `SlimModel.fit`'s loop waits for each step: where JAX's
+    default backend is the CPU."""
+    return jax.default_backend() == "cpu"

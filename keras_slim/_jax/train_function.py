@@ -104,6 +104,17 @@ class TrainFunction:
 
     def __call__(self, state, iterator):
         run = run_lib.current(self._model)
+        logs, state = self._call(run, state, iterator)
+        if run is not None:
+            stop = run.stop_batches
+            if stop is not None and run.batches >= stop:
+                # At `StopAtStep`'s target: `fit` ends after this call.
+                self._model.stop_training = True
+            run.call_ended(state)
+        return logs, state
+
+    def _call(self, run, state, iterator):
+        """The call, without the run's `after_each_call` functions."""
         if run is not None and run.trace_step is not None:
             return self._traced(run, state, iterator)
         if run is not None and _steered(run, self._model.steps_per_execution):
@@ -147,7 +158,7 @@ class TrainFunction:
         step, run.trace_step = run.trace_step, None
         try:
             with jax.profiler.StepTraceAnnotation("train", step_num=step):
-                return self(state, iterator)
+                return self._call(run, state, iterator)
         finally:
             run.trace_step = step
 
@@ -159,9 +170,9 @@ class TrainFunction:
         logs, counters = run.logs, self.counters
         step = self._step_for(run)
         read = ran = 0
+        stop = run.stop_batches
         if not run.halted:
             for _ in range(self._model.steps_per_execution):
-                stop = run.stop_batches
                 if stop is not None and run.batches + ran >= stop:
                     break
                 try:

@@ -109,7 +109,9 @@ class IntervalTrigger:
         n = self.every_n_steps
         if n is not None and step // n > self._last_step // n:
             return True
-        if any(self._last_step < s <= step for s in self.at_steps):
+        if self.at_steps and any(
+            self._last_step < s <= step for s in self.at_steps
+        ):
             return True
         if self.every_n_secs is not None:
             t = self._clock() if t is None else t

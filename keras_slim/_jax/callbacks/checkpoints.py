@@ -287,7 +287,7 @@ class Checkpoints(RunCallback):
         # The random states this epoch's shuffle starts from.
         self._epoch_random = _get_random()
 
-    def on_train_batch_end(self, batch, logs=None):
+    def after_call(self):
         run = self.run
         if run.no_step:
             return

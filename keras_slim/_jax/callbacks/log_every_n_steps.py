@@ -2,6 +2,8 @@
 
 import time
 
+import numpy as np
+
 from keras_slim import checks
 from keras_slim._jax.callbacks._base import RunCallback
 from keras_slim.callbacks import log_every_n_steps
@@ -61,16 +63,18 @@ class LogEveryNSteps(RunCallback):
         batches = self._model.steps_per_execution
         reach = (self.run.batches + batches) // self.run.per_step
         self._mark = (
-            self.run.loss_totals() if self._trigger.would_fire(reach) else None
+            self.run.loss_totals(on_device=True)
+            if self._trigger.would_fire(reach)
+            else None
         )
 
-    def on_train_batch_end(self, batch, logs=None):
+    def after_call(self):
         if self.run.no_step or self._mark is None:
             return
         step = self.run.step
         if not self._trigger(step):
             return
-        total, count = self.run.loss_totals() - self._mark
+        total, count = self.run.loss_totals() - np.asarray(self._mark)
         loss = total / count if count else float("nan")
         now = self._clock()
         sec_per_step = (now - self._last[1]) / max(step - self._last[0], 1)

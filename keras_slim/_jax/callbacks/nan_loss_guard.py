@@ -2,9 +2,11 @@
 loss or gradient is not finite."""
 
 import logging
+import math
 import time
 
 from keras_slim._jax import step as step_lib
+from keras_slim._jax import train_function
 from keras_slim._jax.callbacks._base import RunCallback
 from keras_slim.callbacks import nan_loss_guard
 
@@ -88,6 +90,7 @@ class NanLossGuard(RunCallback):
         super().on_train_begin(logs)
         self._reported = (0, 0)  # skipped (overflows aside), overflows
         self._logged_at = [None, None]
+        self._next_read = -math.inf
         if not self.rollback:
             return
         model = self._model
@@ -107,9 +110,17 @@ class NanLossGuard(RunCallback):
             )
         self.run.rollbacks_left = self.rollback
 
-    def on_train_batch_end(self, batch, logs=None):
+    def after_call(self):
+        # Skipped steps are read (one transfer) only if the call's step is
+        # done, and at most every `READ_INTERVAL`, as the train function
+        # reads the verdict: a warning may come a few calls late, never a
+        # wait for the device.
+        if self.fail:
+            return
         counters = self._model.train_function.counters
-        if not self.fail and counters.is_ready():
+        now = time.monotonic()
+        if now >= self._next_read and counters.is_ready():
+            self._next_read = now + train_function.READ_INTERVAL
             self._report(counters, final=False)
 
     def on_train_end(self, logs=None):

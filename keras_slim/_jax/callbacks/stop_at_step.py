@@ -51,7 +51,3 @@ class StopAtStep(RunCallback):
             step + self.num_steps if self.num_steps else self.last_step
         )
         self.run.stop_at(self.target)
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self.run.step >= self.target:
-            self._model.stop_training = True

@@ -166,10 +166,10 @@ class Summaries(RunCallback):
         # The step this call reaches at most: a mark only before a write.
         reach = (run.batches + self._model.steps_per_execution) // run.per_step
         if self._first or self._trigger.would_fire(reach):
-            self._mark = self.run.loss_totals()
+            self._mark = self.run.loss_totals(on_device=True)
             run.summary_wanted = run.summaries is not None
 
-    def on_train_batch_end(self, batch, logs=None):
+    def after_call(self):
         run = self.run
         if run.no_step:
             return
@@ -181,7 +181,7 @@ class Summaries(RunCallback):
                 fired = True
                 self._trigger.reset(step)
         if fired:
-            self._write(step, logs or {})
+            self._write(step, _floats(run.logs))
         run.summary_wanted = False
         run.summary_outputs = None
 
@@ -223,7 +223,7 @@ class Summaries(RunCallback):
         that elapsed during the call: Keras's running mean stays)."""
         if self._mark is None:
             return None
-        total, count = self.run.loss_totals() - self._mark
+        total, count = self.run.loss_totals() - np.asarray(self._mark)
         return float(total / count) if count else float("nan")
 
     def _histograms(self):
@@ -272,6 +272,29 @@ class Summaries(RunCallback):
         if self._events is not None:
             self._events.close()
             self._events = None
+
+
+def _floats(logs):
+    """A call's logs (device values, nested dicts flattened) as Python
+    floats, as Keras's `fit` gives them to `on_train_batch_end`; a value
+    that is not a number is left out.
+
+    Args:
+        logs: The logs the train function returned, or `None`.
+
+    Returns:
+        A dict of floats.
+    """
+    floats = {}
+    for key, value in (logs or {}).items():
+        if isinstance(value, dict):
+            floats.update(_floats(value))
+            continue
+        try:
+            floats[key] = float(np.asarray(value))
+        except (TypeError, ValueError):
+            continue
+    return floats
 
 
 def _regularization(model, state):

@@ -128,7 +128,7 @@ class Trace(RunCallback):
         self.run.trace_step = step
         self._tracing = (step, started, until)
 
-    def on_train_batch_end(self, batch, logs=None):
+    def after_call(self):
         if self._tracing is None:
             return
         step, started, until = self._tracing
