@@ -8,6 +8,14 @@ TensorFlow is imported for bench/_common.py's tf.data input), one batch of
 steps_per_execution=1 for every variant:
 
   keras        keras.Model, plain optimizer
+  keras-waiting the same, with a callback that implements
+               `on_train_batch_end` (doing nothing): Keras's loop then
+               waits for each step's logs and calls the batch-end
+               callbacks itself, as `SlimModel.fit`'s loop does where
+               JAX computes on the CPU (keras_slim/_jax/run.py's
+               `WaitingTracker`), instead of handing each batch's end
+               to a thread pool. slim / keras-waiting is the policy's
+               own cost, at the same loop
   slim         SlimModel with multipliers + freeze + clip_norm + NaN check
                (the policy of bench/policy_overhead.py)
   slim-noread  the same policy, its train function patched in this
@@ -30,7 +38,9 @@ alone (Keras's `jit(train_step)` and SlimModel's jitted step, called back
 to back, µs per call, median of 5 blocks), the read of a verdict already
 computed, and the instructions of each compiled step (XLA's entry
 computation: each fusion, copy or dot is one kernel launched per step).
-Target: slim / keras >= 0.95. Prints Markdown tables and one JSON line.
+Target: slim / keras >= 0.95 (where JAX runs on the CPU, the loops
+differ: slim / keras-waiting is then the policy's own cost). Prints
+Markdown tables and one JSON line.
 
 Run: `KERAS_BACKEND=jax python bench/jax_policy_overhead.py [--rounds 7]
 [--blocks 15] [--model MLP]`; `--steps 3` runs it on a few steps, a check
@@ -59,7 +69,16 @@ import numpy as np  # noqa: E402
 import keras_slim  # noqa: E402
 from keras_slim._jax import train_function  # noqa: E402
 
-VARIANTS = ("keras", "slim", "slim-noread", "slim-check")
+VARIANTS = ("keras", "keras-waiting", "slim", "slim-noread", "slim-check")
+SLIM = VARIANTS[2:]
+
+
+class WaitEachStep(keras.callbacks.Callback):
+    """Implements `on_train_batch_end`: Keras's loop waits for each step."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        pass
+
 
 POLICY = {
     "multipliers": {"logits/.*": 2.0, r".*/bias": 0.5},
@@ -116,7 +135,7 @@ def build(variant, input_shape, layers):
     keras.utils.set_random_seed(0)
     inputs = keras.Input(input_shape)
     outputs = layers(inputs)
-    if variant == "keras":
+    if variant.startswith("keras"):
         model = keras.Model(inputs, outputs)
     else:
         fields = {} if variant == "slim-check" else POLICY
@@ -224,8 +243,15 @@ def child(names, blocks, quick=None):
         x, y = data(input_shape, steps)
         fit = dict(batch_size=64, epochs=1, verbose=0, shuffle=False)
         models = {v: build(v, input_shape, layers) for v in VARIANTS}
+        callbacks = {v: [] for v in VARIANTS}
+        callbacks["keras-waiting"] = [WaitEachStep()]
         for variant, model in models.items():
-            model.fit(x[: 64 * warmup], y[: 64 * warmup], **fit)  # compiles
+            model.fit(
+                x[: 64 * warmup],
+                y[: 64 * warmup],
+                callbacks=callbacks[variant],
+                **fit,
+            )  # compiles; fmt: skip
         skip_verdict_read(models["slim-noread"])
         rates = {v: [] for v in VARIANTS}
         for block in range(blocks):
@@ -233,7 +259,7 @@ def child(names, blocks, quick=None):
             shift = block % len(VARIANTS)
             for variant in VARIANTS[shift:] + VARIANTS[:shift]:
                 start = time.perf_counter()
-                models[variant].fit(x, y, **fit)
+                models[variant].fit(x, y, callbacks=callbacks[variant], **fit)
                 rates[variant].append(steps / (time.perf_counter() - start))
         result = {"steps_per_s": rates}
         result["kernels"] = {
@@ -287,9 +313,9 @@ def summarize(name, rounds):
     def per_process(function):
         return [function(p["steps_per_s"]) for p in processes]
 
-    def ratio(variant):
+    def ratio(variant, to="keras"):
         return lambda rates: statistics.median(
-            a / k for a, k in zip(rates[variant], rates["keras"])
+            a / k for a, k in zip(rates[variant], rates[to])
         )
 
     def read_cost(rates):
@@ -306,6 +332,9 @@ def summarize(name, rounds):
             for v in VARIANTS
         },
         "over_keras": {v: spread(per_process(ratio(v))) for v in VARIANTS[1:]},
+        "over_keras_waiting": {
+            v: spread(per_process(ratio(v, "keras-waiting"))) for v in SLIM
+        },
         "read_us_per_call": spread(per_process(read_cost)),
         "step_us": {
             v: statistics.median(p["step_us"][v] for p in processes)
@@ -330,10 +359,11 @@ def report(args, names, summaries):
     )
     print()
     print(
-        "| model | keras fit steps/s | SlimModel full policy | / keras "
-        "| no verdict read | / keras | default policy (check) | / keras |"
+        "| model | keras fit steps/s | its loop waiting | / keras "
+        "| SlimModel full policy | / keras | no verdict read | / keras "
+        "| default policy (check) | / keras |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         rate, ratio = (
             summaries[name][k] for k in ("steps_per_s", "over_keras")
@@ -341,6 +371,16 @@ def report(args, names, summaries):
         cells = [f"{rate['keras']:.1f}"]
         for v in VARIANTS[1:]:
             cells += [f"{rate[v]:.1f}", text(ratio[v])]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print()
+    print(
+        "| model | at the same loop (keras's waiting): full policy "
+        "| no verdict read | default policy |"
+    )
+    print("|---|---|---|---|")
+    for name in names:
+        ratio = summaries[name]["over_keras_waiting"]
+        cells = [text(ratio[v]) for v in SLIM]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print()
     print(
