@@ -411,3 +411,43 @@ def test_the_store_saves_whole_or_not_at_all(tmp_path):
     assert meta == {"a": 1}
     np.testing.assert_array_equal(restored["trainable"][0], np.ones(3))
     store.close()
+
+
+class _TermAt(keras.callbacks.Callback):
+    """Sends this process SIGTERM as the call of global step `step`
+    begins (`Checkpoints` holds the signal during its fit)."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch + 1 == self.step:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_sigterm_in_process_leaves_the_model_at_the_saved_step(tmp_path):
+    # The save and the error come after the call that ran step 6, from
+    # inside `fit`'s loop: the model holds that call's state (the call
+    # donated the one before), which the checkpoint holds too.
+    model = helpers.compile_model(helpers.mlp(dropout=True))
+    x, y = helpers.data(64)
+    with pytest.raises(keras_slim.TrainingPreemptedError) as info:
+        model.fit(
+            x, y, batch_size=8, epochs=2, shuffle=True, verbose=0,
+            callbacks=[_saver(tmp_path, 100), _TermAt(6)],
+        )  # fmt: skip
+    assert info.value.step == 6 and _steps(tmp_path) == [6]
+    assert int(model.optimizer.iterations) == 6
+    # A model restored from that checkpoint, at its target: no step runs.
+    restored = helpers.compile_model(helpers.mlp(dropout=True))
+    restored.fit(
+        x, y, batch_size=8, epochs=1, verbose=0,
+        callbacks=[
+            _saver(tmp_path, 100),
+            keras_slim.callbacks.StopAtStep(last_step=6),
+        ],
+    )  # fmt: skip
+    assert int(restored.optimizer.iterations) == 6
+    for a, b in zip(_trainable(model), _trainable(restored)):
+        np.testing.assert_array_equal(a, b)

@@ -110,7 +110,14 @@ class TrainFunction:
             if stop is not None and run.batches >= stop:
                 # At `StopAtStep`'s target: `fit` ends after this call.
                 self._model.stop_training = True
-            run.call_ended(state)
+            try:
+                run.call_ended(state)
+            except BaseException:
+                # A service that raises (`Checkpoints` on SIGTERM) leaves
+                # the model this call's state: Keras's loop holds the one
+                # the step donated until the call is back.
+                jax_keras.attach_state(self._model, state)
+                raise
         return logs, state
 
     def _call(self, run, state, iterator):
