@@ -18,7 +18,9 @@ USER_STAMP := $(VENV)/.installed-user
 # the same work takes about half the CPU: 14:53 at 00661f4 (tests/ 11:43,
 # tests_jax/ 2:02 with its processes started as tests/'s and XLA's
 # compilation cache shared by the run; 3:52 before; 26 min of CPU), and
-# 13:49 at the policy bench's check (tests/ 10:26, tests_jax/ 2:03).
+# 13:49 at the policy bench's check (tests/ 10:26, tests_jax/ 2:03);
+# 14:42 at 43bd52d (tests/ 11:04, tests_jax/ 2:24, 24.5 min of CPU).
+# Three workers were slower (CONTRIBUTING.md).
 # Over budget: the tests' own work is 1,400 to 1,790 s of CPU on
 # TensorFlow on the EPYC.
 PYTEST_WORKERS ?= 2
