@@ -138,6 +138,37 @@ def test_no_service_copies_the_state_back_on_each_batch(tmp_path):
     assert with_services == alone <= 2 * 4 + 1
 
 
+def test_log_every_n_steps_logs_the_last_line_however_fit_ends(
+    caplog, monkeypatch
+):
+    # A line is logged once its totals are computed: the last one at the
+    # end of `fit`, also when it raises (as before, the failing step's
+    # line says its loss is not finite; the error follows). On a CPU
+    # standing in for a GPU, where the host runs ahead.
+    monkeypatch.setattr(run_lib, "waits_each_step", lambda: False)
+    caplog.set_level(logging.INFO, logger="keras_slim")
+    x, y = helpers.data(64)
+
+    def fit(x, y):
+        helpers.compile_model(helpers.mlp()).fit(
+            x, y, batch_size=8, epochs=1, shuffle=False, verbose=0,
+            callbacks=[keras_slim.callbacks.LogEveryNSteps(1)],
+        )  # fmt: skip
+        return re.findall(r"global step (\d+): loss = (\S+) ", caplog.text)
+
+    assert [step for step, _ in fit(x[:24], y[:24])] == ["1", "2", "3"]
+    caplog.clear()
+    x[28] = np.nan  # the fourth batch of 8
+    with pytest.raises(keras_slim.NanLossDuringTrainingError) as info:
+        fit(x, y)
+    assert info.value.step == 4
+    lines = re.findall(r"global step (\d+): loss = (\S+) ", caplog.text)
+    # The verdict is read a call late or more: the calls after the failure
+    # (which change nothing) may log too, before the error.
+    assert [step for step, _ in lines][:4] == ["1", "2", "3", "4"]
+    assert lines[3][1] == "nan"
+
+
 class _Ahead(keras.callbacks.Callback):
     """At each batch's begin, whether the last call's step is still
     running on the device: the host dispatched past it."""
@@ -207,13 +238,15 @@ def test_on_a_cpu_the_loop_waits_for_each_step():
 
 
 def test_train_to_the_data_end_runs_ahead_and_returns_the_last_loss(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, caplog
 ):
     # With no `number_of_steps`, any call may be the last: `train` keeps
     # the loss tracker's totals around each call on the device and reads
-    # them once, at the end. (Its default logs every step's loss, as
-    # TF-Slim's: that reads each step.) On a CPU standing in for a GPU.
+    # them once, at the end. Its default logs every step's loss, as
+    # TF-Slim's, each line once its totals are computed: no wait either.
+    # On a CPU standing in for a GPU.
     monkeypatch.setattr(run_lib, "waits_each_step", lambda: False)
+    caplog.set_level(logging.INFO, logger="keras_slim")
     rng = np.random.default_rng(0)
     x = rng.normal(size=(12 * 128, 512)).astype("float32")
     y = rng.integers(0, 3, len(x)).astype("int32")
@@ -221,15 +254,22 @@ def test_train_to_the_data_end_runs_ahead_and_returns_the_last_loss(
     def train(callback, logdir):
         return keras_slim.train(
             _heavy_model(), (x, y), str(tmp_path / logdir), batch_size=128,
-            log_every_n_steps=None, callbacks=[callback],
+            callbacks=[callback],
         )  # fmt: skip
 
     ahead = _Ahead()
     loss = train(ahead, "a")
     assert any(ahead.running)
+    lines = re.findall(r"global step (\d+): loss = ([\d.]+)", caplog.text)
+    assert [int(step) for step, _ in lines] == list(range(1, 13))
     means = _Losses()
     assert train(means, "b") == loss
-    # The last step's own loss, from Keras's running means (equal batches).
+    # The last step's own loss, from Keras's running means (equal batches);
+    # the lines' too.
     n = len(means.means)
-    own = n * means.means[-1] - (n - 1) * means.means[-2]
-    np.testing.assert_allclose(loss, own, rtol=1e-4)
+    own = [means.means[0]] + [
+        (i + 1) * means.means[i] - i * means.means[i - 1] for i in range(1, n)
+    ]
+    np.testing.assert_allclose(loss, own[-1], rtol=1e-4)
+    logged = [float(value) for _, value in lines]
+    np.testing.assert_allclose(logged, own, rtol=1e-3, atol=1e-4)
