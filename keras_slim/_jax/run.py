@@ -416,7 +416,7 @@ class WaitingTracker(Tracker):
 
     On a CPU the device is the host's own cores, and the hand-off costs
     more than the wait: on 2 cores, plain `keras.Model.fit` of a small
-    MLP runs 1.16x as fast with its loop waiting (docs/benchmarks.md).
+    MLP runs 1.38x as fast with its loop waiting (docs/benchmarks.md).
     On a GPU or a TPU the wait would keep the host from running ahead:
     there the plain `Tracker` is used.
 
