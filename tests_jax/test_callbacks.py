@@ -273,3 +273,9 @@ def test_train_to_the_data_end_runs_ahead_and_returns_the_last_loss(
     np.testing.assert_allclose(loss, own[-1], rtol=1e-4)
     logged = [float(value) for _, value in lines]
     np.testing.assert_allclose(logged, own, rtol=1e-3, atol=1e-4)
+
+
+def test_a_run_is_the_slim_models_own():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3)])
+    with pytest.raises(ValueError, match="keras_slim.SlimModel"):
+        run_lib.of(model)
