@@ -251,7 +251,7 @@ def child(names, blocks, quick=None):
                 y[: 64 * warmup],
                 callbacks=callbacks[variant],
                 **fit,
-            )  # compiles; fmt: skip
+            )  # compiles
         skip_verdict_read(models["slim-noread"])
         rates = {v: [] for v in VARIANTS}
         for block in range(blocks):
