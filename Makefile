@@ -19,7 +19,8 @@ USER_STAMP := $(VENV)/.installed-user
 # tests_jax/ 2:02 with its processes started as tests/'s and XLA's
 # compilation cache shared by the run; 3:52 before; 26 min of CPU), and
 # 13:49 at the policy bench's check (tests/ 10:26, tests_jax/ 2:03);
-# 14:42 at 43bd52d (tests/ 11:04, tests_jax/ 2:24, 24.5 min of CPU).
+# 14:42 at 43bd52d (tests/ 11:04, tests_jax/ 2:24, 24.5 min of CPU),
+# 17:05 at 450e2ca (tests/ 12:53 for the same tests: the machine's noise).
 # Three workers were slower (CONTRIBUTING.md).
 # Over budget: the tests' own work is 1,400 to 1,790 s of CPU on
 # TensorFlow on the EPYC.
